@@ -1,0 +1,78 @@
+# ladder_add_chapter(): one call per chapter gives it
+#   <chapter>_lib    its kernels and host helpers (static library)
+#   <chapter>        the standalone executable (also run by the `ladder` target)
+#   <chapter>_test   GoogleTest binary, registered with CTest as
+#                      <chapter>.cpu        label cpu: suites named Cpu*, always run
+#                      <chapter>.gpu        label gpu: suites named Gpu*, skip without a GPU
+#                      <chapter>.memcheck   label sanitizer: Gpu* under compute-sanitizer, small sizes
+#                      <chapter>.racecheck  (RACECHECK chapters) the same with --tool racecheck
+#   <chapter>_bench  Google Benchmark binary
+#
+#   ladder_add_chapter(01_vector_add
+#     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
+#     [LINK other_targets...] [RACECHECK])
+
+function(ladder_warnings target)
+  # -Wall -Wextra for host code, also the host code nvcc hands to g++.
+  target_compile_options(${target} PRIVATE
+    $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra>
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra -lineinfo>)
+endfunction()
+
+function(ladder_add_chapter name)
+  cmake_parse_arguments(PARSE_ARGV 1 CH "RACECHECK" "MAIN" "LIBRARY;TEST;BENCH;LINK")
+
+  add_library(${name}_lib STATIC ${CH_LIBRARY})
+  target_include_directories(${name}_lib PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${name}_lib PUBLIC ladder_common ${CH_LINK})
+  ladder_warnings(${name}_lib)
+
+  add_executable(${name} ${CH_MAIN})
+  target_link_libraries(${name} PRIVATE ${name}_lib)
+  ladder_warnings(${name})
+  set_property(GLOBAL APPEND PROPERTY LADDER_EXECUTABLES ${name})
+
+  add_executable(${name}_test ${CH_TEST})
+  target_link_libraries(${name}_test PRIVATE ${name}_lib ladder_gtest)
+  ladder_warnings(${name}_test)
+  add_test(NAME ${name}.cpu COMMAND ${name}_test --gtest_filter=Cpu*:*/Cpu*)
+  add_test(NAME ${name}.gpu COMMAND ${name}_test --gtest_filter=Gpu*:*/Gpu*)
+  set_tests_properties(${name}.cpu PROPERTIES LABELS cpu TIMEOUT 1800)
+  # Without a GPU every Gpu* test calls GTEST_SKIP with its reason; CTest then
+  # reports the entry as skipped rather than passed.
+  set_tests_properties(${name}.gpu PROPERTIES LABELS gpu TIMEOUT 1800
+    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+
+  if(LADDER_COMPUTE_SANITIZER)
+    set(tools memcheck)
+    if(CH_RACECHECK)
+      list(APPEND tools racecheck)
+    endif()
+    foreach(tool IN LISTS tools)
+      add_test(NAME ${name}.${tool}
+        COMMAND ${LADDER_COMPUTE_SANITIZER} --tool ${tool} --error-exitcode 1
+                $<TARGET_FILE:${name}_test> --gtest_filter=Gpu*:*/Gpu*)
+      set_tests_properties(${name}.${tool} PROPERTIES LABELS sanitizer TIMEOUT 1800
+        ENVIRONMENT LADDER_SMALL=1)
+    endforeach()
+  endif()
+
+  add_executable(${name}_bench ${CH_BENCH})
+  target_link_libraries(${name}_bench PRIVATE ${name}_lib ladder_bench)
+  ladder_warnings(${name}_bench)
+endfunction()
+
+# `cmake --build <dir> --target ladder`: every chapter's executable in order, one
+# summary line each (cmake/RunLadder.cmake).
+function(ladder_add_ladder_target)
+  get_property(exes GLOBAL PROPERTY LADDER_EXECUTABLES)
+  set(files $<TARGET_FILE:ladder_info>)
+  foreach(exe IN LISTS exes)
+    list(APPEND files $<TARGET_FILE:${exe}>)
+  endforeach()
+  add_custom_target(ladder
+    COMMAND ${CMAKE_COMMAND} "-DLADDER_EXES=$<JOIN:${files},|>"
+            -P ${PROJECT_SOURCE_DIR}/cmake/RunLadder.cmake
+    DEPENDS ladder_info ${exes}
+    USES_TERMINAL VERBATIM)
+endfunction()

@@ -1,0 +1,39 @@
+#include "bench.h"
+
+#include <cuda_runtime_api.h>
+
+#include <vector>
+
+#include "cuda_check.h"
+#include "device.h"
+#include "timing.h"
+
+namespace ladder {
+
+bool gpu_or_skip(benchmark::State& state) {
+  if (device().available) return true;
+  state.SkipWithError(("no CUDA device (" + device().reason + ")").c_str());
+  return false;
+}
+
+void run_gpu(benchmark::State& state, const std::function<void()>& work, const Work& w) {
+  work();  // warm-up: module load, first-touch, handle creation stay out of the numbers
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<double> times;
+  for (auto _ : state) {
+    flush_l2();
+    const double ms = time_once_ms(work);
+    state.SetIterationTime(ms * 1e-3);
+    times.push_back(ms);
+  }
+  const double median = summarise(times).median_ms;
+  state.counters["ms"] = median;
+  if (w.bytes > 0) state.counters["GB/s"] = w.gbps(median);
+  if (w.flops > 0) state.counters["TFLOP/s"] = w.tflops(median);
+}
+
+benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
+  return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace ladder

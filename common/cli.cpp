@@ -1,0 +1,147 @@
+#include "cli.h"
+
+#include <cstdio>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "cuda_check.h"
+#include "device.h"
+
+namespace ladder {
+
+namespace {
+long long parse_integer(const std::string& name, const std::string& s, long long min) {
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (s.empty() || used != s.size()) throw std::invalid_argument(name + " expects a whole number, got '" + s + "'");
+  if (v < min) throw std::invalid_argument(name + " must be >= " + std::to_string(min) + ", got " + s);
+  return v;
+}
+
+struct NullBuffer : std::streambuf {
+  int overflow(int c) override { return c; }
+};
+}  // namespace
+
+Args::Args(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + a + "'");
+    std::string value;
+    const auto eq = a.find('=');
+    if (eq != std::string::npos) {
+      value = a.substr(eq + 1);
+      a = a.substr(0, eq);
+    } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
+      value = argv[++i];
+    }
+    values_[a] = value;
+  }
+}
+
+long long Args::integer(const std::string& name, long long fallback, long long min) {
+  used_[name] = true;
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  return parse_integer(name, it->second, min);
+}
+
+std::vector<long long> Args::integers(const std::string& name, const std::vector<long long>& fallback, long long min) {
+  used_[name] = true;
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  std::vector<long long> out;
+  std::stringstream ss(it->second);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_integer(name, item, min));
+  if (out.empty()) throw std::invalid_argument(name + " expects a comma-separated list of whole numbers");
+  return out;
+}
+
+std::string Args::text(const std::string& name, const std::string& fallback) {
+  used_[name] = true;
+  const auto it = values_.find(name);
+  if (it == values_.end()) return fallback;
+  if (it->second.empty()) throw std::invalid_argument(name + " expects a value");
+  return it->second;
+}
+
+bool Args::flag(const std::string& name) {
+  used_[name] = true;
+  const auto it = values_.find(name);
+  if (it == values_.end()) return false;
+  if (!it->second.empty()) throw std::invalid_argument(name + " takes no value, got '" + it->second + "'");
+  return true;
+}
+
+void Args::done() const {
+  for (const auto& [name, value] : values_)
+    if (!used_.count(name)) throw std::invalid_argument("unknown option " + name);
+}
+
+CommonFlags common_flags(Args& args) {
+  CommonFlags f;
+  f.summary = args.flag("--summary");
+  f.dump_dir = args.text("--dump");
+  return f;
+}
+
+int run_main(int argc, char** argv, const std::string& usage, const std::function<int(Args&)>& body) {
+  const std::string prog = argc > 0 ? argv[0] : "chapter";
+  try {
+    Args args(argc, argv);
+    if (args.flag("--help")) {
+      std::cout << "usage: " << prog << " [options]\n" << usage << kCommonUsage;
+      return 0;
+    }
+    return body(args);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << prog << ": error: " << e.what() << "\nusage: " << prog << " [options]\n" << usage << kCommonUsage;
+    return 2;
+  } catch (const CudaError& e) {
+    std::cerr << prog << ": CUDA error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << prog << ": error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+Report::Report(std::string chapter, bool summary_only) : chapter_(std::move(chapter)), summary_only_(summary_only) {
+  out() << chapter_ << " on " << describe_device() << "\n";
+}
+
+std::ostream& Report::out() {
+  static NullBuffer null_buffer;
+  static std::ostream null_stream(&null_buffer);
+  return summary_only_ ? null_stream : std::cout;
+}
+
+bool Report::check(const std::string& what, const Comparison& c, const Bound& bound) {
+  const bool ok = c.within(bound);
+  if (!ok) ++failures_;
+  // A failure is printed even in --summary mode: the ladder must show why.
+  (ok ? out() : std::cout) << "  check " << what << ": " << (ok ? "ok" : "FAILED") << " (" << c.str() << "; bound "
+                           << bound.rel_l2 << ")\n";
+  return ok;
+}
+
+int Report::summary(const std::string& text) const {
+  std::printf("%-18s %s  %s\n", chapter_.c_str(), failures_ == 0 ? "PASS" : "FAIL", text.c_str());
+  std::fflush(stdout);
+  return failures_ == 0 ? 0 : 1;
+}
+
+int Report::gpu_skipped(const std::string& cpu_text) const {
+  std::printf("%-18s %s  GPU kernels skipped: %s. CPU parts: %s\n", chapter_.c_str(),
+              failures_ == 0 ? "CPU-ONLY" : "FAIL", describe_device().c_str(), cpu_text.c_str());
+  std::fflush(stdout);
+  return failures_ == 0 ? 0 : 1;
+}
+
+}  // namespace ladder

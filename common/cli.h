@@ -1,0 +1,68 @@
+// Command line of every chapter executable, and the one place where errors turn
+// into messages and exit codes:
+//   bad input (unknown flag, non-numeric or out-of-range size) -> message + usage, exit 2
+//   a failed CUDA call                                          -> message, exit 1
+#pragma once
+
+#include <functional>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "compare.h"
+
+namespace ladder {
+
+class Args {
+ public:
+  Args(int argc, char** argv);
+  // --name N; N must be a whole number >= min.
+  long long integer(const std::string& name, long long fallback, long long min = 1);
+  // --name a,b,c of whole numbers >= min.
+  std::vector<long long> integers(const std::string& name, const std::vector<long long>& fallback, long long min = 1);
+  std::string text(const std::string& name, const std::string& fallback = "");
+  bool flag(const std::string& name);
+  // Throws if an argument was given that no one asked for.
+  void done() const;
+
+ private:
+  std::map<std::string, std::string> values_;  // "--name" -> value ("" for flags)
+  mutable std::map<std::string, bool> used_;
+};
+
+// The flags every chapter executable takes.
+struct CommonFlags {
+  bool summary = false;  // --summary: print only the one-line summary (the `ladder` target uses it)
+  std::string dump_dir;  // --dump DIR: write inputs and outputs as .npy
+};
+CommonFlags common_flags(Args& args);
+inline constexpr const char* kCommonUsage =
+    "  --summary     print one summary line only\n"
+    "  --dump DIR    write inputs and outputs as .npy files to DIR\n"
+    "  --help        this text\n";
+
+// Runs body(args), mapping exceptions to messages and exit codes (see above).
+int run_main(int argc, char** argv, const std::string& usage, const std::function<int(Args&)>& body);
+
+// What a chapter executable prints: details (suppressed by --summary), checks
+// against the reference, and the one summary line the ladder shows.
+class Report {
+ public:
+  Report(std::string chapter, bool summary_only);
+  std::ostream& out();
+  // Records whether `c` is within `bound`; prints the detail line.
+  bool check(const std::string& what, const Comparison& c, const Bound& bound);
+  bool all_passed() const { return failures_ == 0; }
+  // "<chapter>  PASS  <text>" (FAIL when a check failed). Returns the exit code.
+  int summary(const std::string& text) const;
+  // No GPU: says so plainly, returns 0 (the CPU parts ran).
+  int gpu_skipped(const std::string& cpu_text) const;
+
+ private:
+  std::string chapter_;
+  bool summary_only_;
+  int failures_ = 0;
+};
+
+}  // namespace ladder

@@ -1,0 +1,24 @@
+// cuBLAS is the matmul anchor (chapters 02, 03) and the engine of the standard
+// attention baseline; its calls are checked like CUDA's.
+#pragma once
+
+#include <cublas_v2.h>
+
+#include <string>
+
+#include "cuda_check.h"
+
+#define CUBLAS_CHECK(call)                                                                              \
+  do {                                                                                                  \
+    const cublasStatus_t ladder_st_ = (call);                                                           \
+    if (ladder_st_ != CUBLAS_STATUS_SUCCESS)                                                            \
+      throw ::ladder::CudaError(std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " + #call + \
+                                " failed: " + cublasGetStatusName(ladder_st_));                         \
+  } while (0)
+
+namespace ladder {
+
+// One handle per process, fp32 math (no TF32: CUBLAS_DEFAULT_MATH keeps fp32 for Sgemm).
+cublasHandle_t cublas();
+
+}  // namespace ladder

@@ -1,0 +1,29 @@
+// Is there a GPU, and what is it? Asked once, answered everywhere the same way.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace ladder {
+
+struct DeviceInfo {
+  bool available = false;
+  std::string reason;  // why not, when !available
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  std::size_t l2_bytes = 0;
+  std::size_t global_bytes = 0;
+  std::size_t smem_per_block_optin = 0;  // the most shared memory one block may ask for
+  std::size_t smem_per_sm = 0;
+  int regs_per_sm = 0;
+  int driver_version = 0, runtime_version = 0;
+};
+
+// Device 0, queried on first use.
+const DeviceInfo& device();
+
+// One line: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, ...)" or "no CUDA device (reason)".
+std::string describe_device();
+
+}  // namespace ladder
