@@ -21,4 +21,8 @@ namespace ladder {
 // One handle per process, fp32 math (no TF32: CUBLAS_DEFAULT_MATH keeps fp32 for Sgemm).
 cublasHandle_t cublas();
 
+// C = A B for row-major fp32 A [M, K], B [K, N], C [M, N] on the device: the
+// cuBLAS SGEMM the matmul chapters are measured against.
+void cublas_sgemm(int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream = nullptr);
+
 }  // namespace ladder
