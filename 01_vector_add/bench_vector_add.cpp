@@ -6,8 +6,6 @@
 
 #include "bench.h"
 #include "cuda_check.h"
-#include "device_buffer.h"
-#include "random.h"
 #include "vector_add.h"
 
 namespace {

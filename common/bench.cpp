@@ -2,10 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "cuda_check.h"
 #include "device.h"
+#include "device_buffer.h"
+#include "random.h"
 #include "timing.h"
 
 namespace ladder {
@@ -30,6 +34,24 @@ void run_gpu(benchmark::State& state, const std::function<void()>& work, const W
   state.counters["ms"] = median;
   if (w.bytes > 0) state.counters["GB/s"] = w.gbps(median);
   if (w.flops > 0) state.counters["TFLOP/s"] = w.tflops(median);
+}
+
+const float* bench_input(std::size_t n, std::uint64_t seed) {
+  static std::map<std::pair<std::size_t, std::uint64_t>, DeviceBuffer<float>> cache;
+  auto it = cache.find({n, seed});
+  if (it == cache.end())
+    it = cache.emplace(std::make_pair(n, seed), DeviceBuffer<float>(random_uniform(n, seed))).first;
+  return it->second.data();
+}
+
+float* bench_output(std::size_t n, int slot) {
+  static std::map<std::pair<std::size_t, int>, DeviceBuffer<float>> cache;
+  auto it = cache.find({n, slot});
+  if (it == cache.end()) {
+    it = cache.emplace(std::make_pair(n, slot), DeviceBuffer<float>(n)).first;
+    it->second.poison();
+  }
+  return it->second.data();
 }
 
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {

@@ -9,6 +9,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -20,6 +22,14 @@ namespace ladder {
 bool gpu_or_skip(benchmark::State& state);
 
 void run_gpu(benchmark::State& state, const std::function<void()>& work, const Work& w);
+
+// Device data that outlives one benchmark call. Google Benchmark calls a benchmark
+// function several times while it settles the iteration count; generating and
+// uploading gigabytes each time would dominate the run. Cached until exit.
+//   bench_input(n, seed): n random floats in [-1, 1) (the same seed gives the same data)
+//   bench_output(n, slot): n floats of scratch (poisoned once), one buffer per (n, slot)
+const float* bench_input(std::size_t n, std::uint64_t seed);
+float* bench_output(std::size_t n, int slot = 0);
 
 // benchmark::RegisterBenchmark with UseManualTime and millisecond units.
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn);

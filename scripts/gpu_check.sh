@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The one script that runs everything on a GPU machine and leaves the evidence in OUTDIR:
+#   scripts/gpu_check.sh OUTDIR
+# Stages (all by default; pick with STAGES="build test ..."):
+#   build      configure + build for this GPU (CMAKE_CUDA_ARCHITECTURES=native) in build-gpu/
+#   test       every CTest test, CPU and GPU (labels cpu, gpu)
+#   sanitizer  every GPU test binary under compute-sanitizer memcheck (+ racecheck for FA chapters), small sizes
+#   bench      every chapter benchmark -> OUTDIR/bench/<chapter>.json (Google Benchmark JSON)
+#   ladder     the README's "run the ladder" command
+#   ncu        the DRAM-traffic and local-memory studies (ncu --clock-control none) -> OUTDIR/ncu/
+#   anchors    PyTorch anchors (.anchors/torch_anchors.py, carried from ../shared/anchors) -> OUTDIR/anchors.json
+#   results    scripts/results.py: tables and plots from the JSON -> OUTDIR/results/
+# Everything is written to a work folder, then packed as OUTDIR/evidence.tgz (bench, ncu, results,
+# logs) next to OUTDIR/summary.md: two files, which is what the device tool can bring back.
+# Environment: LADDER_ONLY="01_vector_add;..." to build a subset; BENCH_MIN_TIME (default 0.2s);
+#              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON).
+set -uo pipefail
+DEST=${1:?usage: scripts/gpu_check.sh OUTDIR}
+mkdir -p "$DEST"
+DEST=$(cd "$DEST" && pwd)
+OUT=${WORK_DIR:-/tmp/gpu_check}
+rm -rf "$OUT"
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build-gpu
+STAGES=${STAGES:-build test sanitizer bench ladder ncu anchors results}
+mkdir -p "$OUT"/{logs,bench,ncu,results}
+SUMMARY=$OUT/summary.md
+# The device copy of the tree has no .git: the caller passes LADDER_COMMIT (git rev-parse HEAD here).
+COMMIT=${LADDER_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+export LADDER_COMMIT=$COMMIT
+GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "# gpu_check $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "commit $COMMIT; GPU: ${GPU:-none}"
+  echo
+  echo "| stage | status | seconds |"
+  echo "| --- | --- | --- |"
+} >"$SUMMARY"
+
+run_stage() {  # run_stage NAME CMD...: log to OUTDIR/logs/NAME.log, one summary row
+  local name=$1 t0=$SECONDS rc
+  shift
+  echo "== $name: $*"
+  "$@" >"$OUT/logs/$name.log" 2>&1
+  rc=$?
+  echo "| $name | $([[ $rc == 0 ]] && echo ok || echo "FAILED (rc $rc)") | $((SECONDS - t0)) |" >>"$SUMMARY"
+  tail -n 5 "$OUT/logs/$name.log"
+  return $rc
+}
+want() { [[ " $STAGES " == *" $1 "* ]]; }
+
+{ nvidia-smi; nvcc --version; cmake --version; ninja --version; ncu --version; compute-sanitizer --version; } \
+  >"$OUT/logs/env.log" 2>&1
+
+if want build; then
+  run_stage configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_CUDA_ARCHITECTURES=native "-DLADDER_ONLY=${LADDER_ONLY:-}"
+  run_stage build cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; exit 1; }
+fi
+want test && run_stage test ctest --test-dir "$BUILD" -L "cpu|gpu" -j 8 --output-on-failure --timeout 1200
+want sanitizer && run_stage sanitizer ctest --test-dir "$BUILD" -L sanitizer -j 8 --output-on-failure --timeout 1200
+if want bench; then
+  for bench in "$BUILD"/bin/*_bench; do
+    chapter=$(basename "$bench" _bench)
+    run_stage "bench_$chapter" "$bench" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
+      --benchmark_out="$OUT/bench/$chapter.json" --benchmark_out_format=json
+  done
+fi
+want ladder && run_stage ladder cmake --build "$BUILD" --target ladder
+if want ncu; then
+  for script in scripts/ncu_traffic.sh 08_spilling_study/ncu_spill.sh; do
+    [[ -x $script ]] && run_stage "ncu_$(basename "$script" .sh)" "$script" "$BUILD" "$OUT/ncu"
+  done
+fi
+if want anchors && [[ -f .anchors/torch_anchors.py ]]; then
+  run_stage anchors env OUT="$OUT" PYTHONUNBUFFERED=1 python3 .anchors/torch_anchors.py
+fi
+want results && run_stage results python3 scripts/results.py "$OUT" "$OUT/results"
+
+tar -czf "$DEST/evidence.tgz" -C "$OUT" logs bench ncu results $(cd "$OUT" && ls anchors.json 2>/dev/null)
+cp "$SUMMARY" "$DEST/summary.md"
+echo
+cat "$SUMMARY"
