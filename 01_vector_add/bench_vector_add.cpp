@@ -12,16 +12,18 @@ namespace {
 
 void bench_add(benchmark::State& state, vadd::Kernel k, std::size_t n) {
   if (!ladder::gpu_or_skip(state)) return;
-  ladder::DeviceBuffer<float> a(ladder::random_uniform(n, 1)), b(ladder::random_uniform(n, 2)), c(n);
+  const float *a = ladder::bench_input(n, 1), *b = ladder::bench_input(n, 2);
+  float* c = ladder::bench_output(n);
   ladder::run_gpu(
-      state, [&] { vadd::vector_add(k, a.data(), b.data(), c.data(), n); }, ladder::vector_add_work(n));
+      state, [&] { vadd::vector_add(k, a, b, c, n); }, ladder::vector_add_work(n));
 }
 
 void bench_copy(benchmark::State& state, std::size_t n) {
   if (!ladder::gpu_or_skip(state)) return;
-  ladder::DeviceBuffer<float> a(ladder::random_uniform(n, 1)), c(n);
+  const float* a = ladder::bench_input(n, 1);
+  float* c = ladder::bench_output(n);
   ladder::run_gpu(
-      state, [&] { CUDA_CHECK(cudaMemcpyAsync(c.data(), a.data(), n * sizeof(float), cudaMemcpyDeviceToDevice)); },
+      state, [&] { CUDA_CHECK(cudaMemcpyAsync(c, a, n * sizeof(float), cudaMemcpyDeviceToDevice)); },
       ladder::copy_work(n));
 }
 
