@@ -24,6 +24,11 @@ inline constexpr Bound kFp32{1e-5, "fp32: sqrt(n)*2^-24 for n up to ~16k terms, 
 // dS K and dS^T Q) and subtract D_i from dP_ij, which cancels digits where P is
 // near uniform: one more factor of ~10 than the forward.
 inline constexpr Bound kFp32Grad{1e-4, "fp32 gradients: three chained reductions and the dP - D cancellation"};
+// Softmax turns an absolute error in a logit into a relative error of its
+// probability: P = exp(S - m), so dP/P = dS. fp32 rounds S = scale q.k with an
+// absolute error ~ 2^-24 * sqrt(d) * sum|q_k k_k|, which grows with the logits.
+// Logits 100x larger than unit scale carry ~100x the error: 1e-3, not 1e-5.
+inline constexpr Bound kFp32LargeLogits{1e-3, "fp32 attention with logits x100: exp() turns |S| * 2^-24 into dP/P"};
 // fp16 keeps 11 significant bits (u = 2^-11 ~ 5e-4).
 inline constexpr Bound kFp16{2e-3, "fp16: unit roundoff 2^-11, a few roundings per element"};
 

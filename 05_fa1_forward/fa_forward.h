@@ -1,0 +1,32 @@
+// Chapter 05: FlashAttention-1 forward (Algorithm 1 of the paper), fp32.
+// Declared here, defined in fa_forward.cu.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "attention_shape.h"
+
+namespace fa1 {
+
+inline constexpr int kSupportedD[] = {32, 64, 128};
+
+// Algorithm 1, line 1: with M floats of on-chip memory,
+//   B_c = ceil(M / 4d), B_r = min(ceil(M / 4d), d), T_r = ceil(N / B_r), T_c = ceil(N / B_c).
+// M is 4/5 of the shared memory a block may use: the paper's bound keeps Q_i, K_j,
+// V_j, O_i (M/4 each) and S_ij (at most M/4, since B_r <= d) on chip together.
+struct Tiles {
+  int M, B_r, B_c, T_r, T_c;
+  std::size_t smem_bytes;  // what the kernel actually asks for (padding included)
+};
+// smem_per_block: the device's limit (ladder::device().smem_per_block_optin).
+Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block);
+
+// O = softmax(scale Q K^T) V, with the row statistics l and m ([B, H, N]) the
+// algorithm keeps in HBM. Device pointers. Throws std::invalid_argument for an
+// unsupported d or a bad shape.
+void forward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, float* O, float* l,
+             float* m, cudaStream_t stream = nullptr);
+
+}  // namespace fa1

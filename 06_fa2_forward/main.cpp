@@ -1,0 +1,136 @@
+// Chapter 06 executable: FA2 forward. The CPU tile model first (it runs anywhere),
+// then the kernel checked against the fp64 reference and timed against FA1
+// (chapter 05) and the standard attention, in the same run.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "05_fa1_forward/fa_forward.h"
+#include "cli.h"
+#include "device.h"
+#include "device_buffer.h"
+#include "fa_forward.h"
+#include "npy.h"
+#include "random.h"
+#include "reference_attention.h"
+#include "standard_attention.h"
+#include "tile_model.h"
+#include "timing.h"
+#include "work.h"
+
+namespace {
+constexpr const char* kUsage =
+    "  --B B --H H --N N --d D     shape of Q, K, V, O: [B, H, N, d] (default 4 16 4096 64; d in 32, 64, 128)\n"
+    "  --causal                    query i sees keys 0..i only\n"
+    "  --check-N N                 sequence length of the correctness check (default 1000, B=2, H=3)\n"
+    "  --repeats R                 timed repeats (default 10)\n"
+    "  --profile fa2|fa1|standard  launch that kernel once on the shape and exit (for ncu)\n";
+
+struct Inputs {
+  std::vector<float> Q, K, V;
+};
+Inputs random_inputs(const ladder::AttentionShape& s, std::uint64_t seed) {
+  return {ladder::random_uniform(s.elems(), seed), ladder::random_uniform(s.elems(), seed + 1),
+          ladder::random_uniform(s.elems(), seed + 2)};
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
+    const auto flags = ladder::common_flags(args);
+    ladder::AttentionShape s;
+    s.B = static_cast<int>(args.integer("--B", 4));
+    s.H = static_cast<int>(args.integer("--H", 16));
+    s.N = static_cast<int>(args.integer("--N", 4096));
+    s.d = static_cast<int>(args.integer("--d", 64));
+    s.causal = args.flag("--causal");
+    const int check_N = static_cast<int>(args.integer("--check-N", 1000));
+    const int repeats = static_cast<int>(args.integer("--repeats", 10));
+    const std::string profile = args.text("--profile");
+    args.done();
+    ladder::validate(s, {32, 64, 128});
+
+    ladder::Report report("06_fa2_forward", flags.summary);
+    const fa2::Tiles t = fa2::tiles(s);
+    report.out() << "shape " << s.str() << ": B_r = " << t.B_r << ", B_c = " << t.B_c << ", T_r = " << t.T_r
+                 << ", T_c = " << t.T_c << ", grid = T_r x B*H = " << t.T_r * s.heads() << " blocks\n"
+                 << "memory beyond Q, K, V, O: FA2 keeps L, " << s.rows() * 4 / 1e6
+                 << " MB; the standard attention materialises S/P, " << ladder::StandardAttention::score_bytes(s) / 1e6
+                 << " MB\n";
+
+    // CPU: the tile model against the reference, and the traffic of the main shape.
+    const ladder::AttentionShape small{1, 2, 100, s.d, s.causal};
+    const Inputs x = random_inputs(small, ladder::fresh_seed());
+    const fa2::TileModel model = fa2::tile_model(small, fa2::tiles(small), x.Q.data(), x.K.data(), x.V.data());
+    const auto ref_small = ladder::attention_forward_reference(small, x.Q.data(), x.K.data(), x.V.data());
+    std::vector<float> model_O(model.O.begin(), model.O.end());
+    report.check("tile model O vs fp64 reference (" + small.str() + ")", ladder::compare(model_O, ref_small.O),
+                 ladder::kFp32);
+    report.out() << "  HBM traffic of the FA2 loops at " << s.str() << " (tile model):\n"
+                 << fa2::tile_model(s, t, nullptr, nullptr, nullptr).traffic.table();
+
+    if (!ladder::device().available) return report.gpu_skipped("tile model matches the fp64 reference");
+
+    if (!profile.empty()) {  // one launch of one kernel, nothing else (for ncu)
+      const Inputs in = random_inputs(s, 1);
+      ladder::DeviceBuffer<float> Q(in.Q), K(in.K), V(in.V), O(s.elems()), L(s.rows()), m(s.rows());
+      if (profile == "fa2") {
+        fa2::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data());
+      } else if (profile == "fa1") {
+        fa1::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), m.data());
+      } else if (profile == "standard") {
+        ladder::StandardAttention(s).forward(Q.data(), K.data(), V.data(), O.data());
+      } else {
+        throw std::invalid_argument("--profile expects fa2, fa1 or standard, got '" + profile + "'");
+      }
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return 0;
+    }
+
+    // GPU: correctness at a size the fp64 reference affords, every element, O and L.
+    const ladder::AttentionShape check{2, 3, check_N, s.d, s.causal};
+    const std::uint64_t seed = ladder::fresh_seed();
+    const Inputs c = random_inputs(check, seed);
+    const auto ref = ladder::attention_forward_reference(check, c.Q.data(), c.K.data(), c.V.data());
+    {
+      ladder::DeviceBuffer<float> Q(c.Q), K(c.K), V(c.V), O(check.elems()), L(check.rows());
+      O.poison();
+      L.poison();
+      fa2::forward(check, Q.data(), K.data(), V.data(), O.data(), L.data());
+      const auto out_O = O.download(), out_L = L.download();
+      report.check("FA2 O at " + check.str() + " (seed " + std::to_string(seed) + ")", ladder::compare(out_O, ref.O),
+                   ladder::kFp32);
+      report.check("FA2 L at " + check.str(), ladder::compare(out_L, ref.L), ladder::kFp32);
+      const ladder::Dumper dump(flags.dump_dir);
+      const std::vector<std::size_t> shape{std::size_t(check.B), std::size_t(check.H), std::size_t(check.N),
+                                           std::size_t(check.d)};
+      dump("Q", c.Q, shape), dump("K", c.K, shape), dump("V", c.V, shape), dump("O", out_O, shape);
+      dump("L", out_L, {std::size_t(check.B), std::size_t(check.H), std::size_t(check.N)});
+    }
+
+    // GPU: time FA2, FA1 and the standard attention on the main shape.
+    const Inputs in = random_inputs(s, seed + 10);
+    ladder::DeviceBuffer<float> Q(in.Q), K(in.K), V(in.V), O(s.elems()), L(s.rows()), m(s.rows());
+    const ladder::TimingOptions opt{2, repeats, true};
+    const ladder::Work work = ladder::attention_fwd_work(s.B, s.H, s.N, s.d, s.causal);
+    const double fa2_ms =
+        ladder::time_gpu([&] { fa2::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data()); }, opt).median_ms;
+    const double fa1_ms =
+        ladder::time_gpu([&] { fa1::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), m.data()); },
+                         {1, std::max(3, repeats / 3), true})
+            .median_ms;
+    ladder::StandardAttention standard(s);
+    const double std_ms =
+        ladder::time_gpu([&] { standard.forward(Q.data(), K.data(), V.data(), O.data()); }, opt).median_ms;
+    char line[256];
+    using Row = std::pair<const char*, double>;
+    for (const auto& [name, ms] : {Row{"FA2", fa2_ms}, Row{"FA1 (ch. 05)", fa1_ms}, Row{"standard", std_ms}}) {
+      std::snprintf(line, sizeof line, "  %-14s %10.3f ms %8.2f TFLOP/s\n", name, ms, work.tflops(ms));
+      report.out() << line;
+    }
+    std::snprintf(line, sizeof line, "FA2 %s: %.2f TFLOP/s, %.2fx FA1, %.2fx standard attention", s.str().c_str(),
+                  work.tflops(fa2_ms), fa1_ms / fa2_ms, std_ms / fa2_ms);
+    return report.summary(line);
+  });
+}
