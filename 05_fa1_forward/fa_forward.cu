@@ -18,7 +18,7 @@ using namespace fa_tiles;
 
 // K_j, V_j, Q_i, O_i tiles, the S_ij / P~_ij tile and two floats per row.
 std::size_t smem_bytes(int d, int B_r, int B_c) {
-  const int R = round_up(B_r, 4), C = round_up(B_c, 4);
+  const int R = round_up(B_r, kRowAlign), C = round_up(B_c, 4);
   return 4 * (std::size_t(2 * C + 2 * R) * (d + kPad) + std::size_t(R) * (C + kPad) + 2 * R);
 }
 
@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(kThreads)
     fa1_forward_kernel(const float* Q, const float* K, const float* V, float* O, float* l, float* m, int N, float scale,
                        bool causal, int B_r, int B_c) {
   constexpr int TM = Micro<d>::TM, TN = Micro<d>::TN, G = Micro<d>::G;
-  const int R = round_up(B_r, 4), C = round_up(B_c, 4);  // tile extents, padded for the micro-tiles
+  const int R = round_up(B_r, kRowAlign), C = round_up(B_c, 4);  // tile extents, padded for the micro-tiles
   const int RS = R / TM, CS = C / TN, XS = d / 4 / G;
 
   extern __shared__ float4 smem[];

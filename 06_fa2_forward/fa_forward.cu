@@ -15,20 +15,20 @@ namespace {
 using namespace fa_tiles;
 
 // Tile sizes per head dim: each of the 256 threads owns exactly one S and one O
-// micro-tile, and two blocks fit in an SM's shared memory.
+// micro-tile; kBlocks blocks share an SM (shared memory and registers allow it).
 template <int d>
 struct Config;
 template <>
 struct Config<32> {
-  static constexpr int B_r = 128, B_c = 32;
+  static constexpr int B_r = 128, B_c = 32, kBlocks = 2;
 };
 template <>
 struct Config<64> {
-  static constexpr int B_r = 64, B_c = 64;
+  static constexpr int B_r = 128, B_c = 64, kBlocks = 2;
 };
 template <>
 struct Config<128> {
-  static constexpr int B_r = 64, B_c = 32;
+  static constexpr int B_r = 128, B_c = 64, kBlocks = 1;
 };
 
 // Q_i, K_j, V_j tiles, the S_ij / P~_ij tile and one float per row.
@@ -39,7 +39,7 @@ constexpr int smem_bytes() {
 }
 
 template <int d>
-__global__ void __launch_bounds__(kThreads, 2) fa2_forward_kernel(const float* Q, const float* K, const float* V,
+__global__ void __launch_bounds__(kThreads, Config<d>::kBlocks) fa2_forward_kernel(const float* Q, const float* K, const float* V,
                                                                   float* O, float* L, int N, float scale, bool causal) {
   constexpr int B_r = Config<d>::B_r, B_c = Config<d>::B_c;
   constexpr int TM = Micro<d>::TM, TN = Micro<d>::TN, G = Micro<d>::G;

@@ -23,13 +23,17 @@ namespace fa_tiles {
 constexpr int kThreads = 256;
 constexpr int kPad = 4;
 
-// Micro-tile shape per head dim: S micro-tile TM x TN, PV micro-tile TM rows x G float4s.
+// Micro-tile shape per head dim: S micro-tile TM x TN, PV micro-tile TM rows x G
+// float4s. Per step of k, a thread reads TM + TN floats of shared memory for
+// TM * TN FMAs: 8 x 4 keeps the FMA units, not shared memory, the limit.
 template <int d>
 struct Micro {
-  static constexpr int TM = 4;
-  static constexpr int TN = d == 128 ? 2 : 4;
+  static constexpr int TM = d == 32 ? 4 : 8;
+  static constexpr int TN = 4;
   static constexpr int G = d == 128 ? 2 : 1;
 };
+// Tiles are allocated with a multiple of kRowAlign rows (the largest TM).
+constexpr int kRowAlign = 8;
 
 __host__ __device__ constexpr int round_up(int x, int m) { return (x + m - 1) / m * m; }
 __host__ __device__ constexpr int ceil_div(int x, int m) { return (x + m - 1) / m; }

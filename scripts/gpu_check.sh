@@ -69,6 +69,8 @@ if want bench; then
 fi
 want ladder && run_stage ladder cmake --build "$BUILD" --target ladder
 if want ncu; then
+  [[ -x $BUILD/bin/08_spilling_study ]] &&
+    run_stage spill_table "$BUILD/bin/08_spilling_study" --csv "$OUT/ncu/spill_table.csv"
   for script in scripts/ncu_traffic.sh 08_spilling_study/ncu_spill.sh; do
     [[ -x $script ]] && run_stage "ncu_$(basename "$script" .sh)" "$script" "$BUILD" "$OUT/ncu"
   done
@@ -78,7 +80,7 @@ if want anchors && [[ -f .anchors/torch_anchors.py ]]; then
 fi
 want results && run_stage results python3 scripts/results.py "$OUT" "$OUT/results"
 
-tar -czf "$DEST/evidence.tgz" -C "$OUT" logs bench ncu results $(cd "$OUT" && ls anchors.json 2>/dev/null)
+tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' -C "$OUT" logs bench ncu results $(cd "$OUT" && ls anchors.json 2>/dev/null)
 cp "$SUMMARY" "$DEST/summary.md"
 echo
 cat "$SUMMARY"

@@ -1,0 +1,230 @@
+#!/usr/bin/env python3
+"""Turns one scripts/gpu_check.sh run into the published results.
+
+    scripts/results.py RUN_DIR OUT_DIR [--readme README.md]
+
+RUN_DIR holds what gpu_check.sh wrote (bench/<chapter>.json, anchors.json, ncu/, logs/).
+OUT_DIR gets, per chapter, bench.json (the Google Benchmark JSON, unchanged), table.md and
+plot.png, plus README.md (GPU, date, commit, checks, one line per chapter). With --readme,
+the block between <!-- results:begin --> and <!-- results:end --> in that file is replaced
+by the ladder table. Every number comes from the JSON and logs; none is typed here.
+
+Benchmark names follow CONTRIBUTING.md: <variant>/<key>=<value>/..., anchors anchor:<what>/...
+"""
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+# Per chapter: the metric to show, the variant every cell is compared with ("baseline"),
+# the parameter on the x axis of the plot, and extra ratio tables (the issues' targets).
+CONFIG = {
+    "01_vector_add": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", x="n"),
+    "02_matmul_naive": dict(metric="TFLOP/s", baseline="anchor:cublas_sgemm"),
+    "03_matmul_tiled": dict(metric="TFLOP/s", baseline="anchor:cublas_sgemm"),
+    "04_online_softmax": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d",
+                              time_ratios=[("safe_3pass", "online_2pass", "safe 3-pass time / online 2-pass time")]),
+    "05_fa1_forward": dict(metric="TFLOP/s", baseline="standard", x="N"),
+    "06_fa2_forward": dict(metric="TFLOP/s", baseline="standard", x="N",
+                           time_ratios=[("fa1", "fa2", "FA1 time / FA2 time"),
+                                        ("standard", "fa2", "standard time / FA2 time")]),
+    "07_fa_backward": dict(metric="TFLOP/s", baseline="standard_backward", x="N",
+                           time_ratios=[("fa2_backward_atomic", "fa2_forward", "backward (atomic) time / forward time"),
+                                        ("fa2_backward_deterministic", "fa2_forward",
+                                         "backward (deterministic) time / forward time"),
+                                        ("standard_backward", "fa2_backward_atomic",
+                                         "standard backward time / FA backward (atomic) time")]),
+    "08_spilling_study": dict(metric="TFLOP/s"),
+}
+
+
+# Chapters with figures of their own: the command (after python3) given RUN_DIR and the chapter's OUT_DIR.
+HOOKS = {
+    "08_spilling_study": lambda run, d: [ROOT / "08_spilling_study" / "plot_heatmap.py",
+                                         run / "bench" / "08_spilling_study.json", run / "ncu" / "spill_table.csv", d],
+}
+
+
+def parse(path):
+    data = json.loads(path.read_text())
+    rows = []
+    for b in data.get("benchmarks", []):
+        if b.get("run_type") == "aggregate":
+            continue
+        name = re.sub(r"/manual_time$", "", b["name"])
+        variant, *rest = name.split("/")
+        params = dict(p.split("=", 1) for p in rest if "=" in p)
+        error = b.get("error_message") if (b.get("error_occurred") or b.get("skipped")) else None
+        rows.append(dict(variant=variant, params=params, ms=b.get("ms"), metric={k: b.get(k) for k in ("GB/s", "TFLOP/s")},
+                         error=error))
+    return data.get("context", {}), rows
+
+
+def value(row, metric):
+    v = row["metric"].get(metric)
+    if v is None and metric == "TFLOP/s":
+        v = row["metric"].get("GB/s")
+    return v
+
+
+def key_of(params):
+    return "/".join(f"{k}={v}" for k, v in params.items())
+
+
+def table(rows, cfg):
+    metric, base = cfg["metric"], cfg.get("baseline")
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    shapes = list(dict.fromkeys(key_of(r["params"]) for r in rows))
+    cell = {(key_of(r["params"]), r["variant"]): r for r in rows}
+    out = [f"{metric}, median of the timed iterations" + (f"; (x) = fraction of `{base}` in the same run" if base else ""),
+           "", "| shape | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---" * (len(variants) + 1) + "|"]
+    for s in shapes:
+        b = cell.get((s, base))
+        bv = value(b, metric) if b and not b["error"] else None
+        cells = []
+        for v in variants:
+            r = cell.get((s, v))
+            if r is None:
+                cells.append("")
+            elif r["error"]:
+                cells.append(f"skipped: {r['error']}")
+            else:
+                x = value(r, metric)
+                text = f"{x:.1f}" if x is not None else f"{r['ms']:.3f} ms"
+                if bv and x is not None and v != base:
+                    text += f" ({x / bv:.2f}x)"
+                cells.append(text)
+        out.append(f"| {s} | " + " | ".join(cells) + " |")
+    for num, den, label in cfg.get("time_ratios", []):
+        lines = []
+        for s in shapes:
+            a, b = cell.get((s, num)), cell.get((s, den))
+            if a and b and not a["error"] and not b["error"] and a["ms"] and b["ms"]:
+                lines.append(f"| {s} | {a['ms']:.3f} | {b['ms']:.3f} | {a['ms'] / b['ms']:.2f} |")
+        if lines:
+            out += ["", f"**{label}**", "", f"| shape | `{num}` ms | `{den}` ms | ratio |", "|---|---|---|---|"] + lines
+    return "\n".join(out) + "\n"
+
+
+def plot(rows, cfg, title, path):
+    metric, x = cfg["metric"], cfg.get("x")
+    rows = [r for r in rows if not r["error"] and value(r, metric) is not None]
+    if not rows:
+        return False
+    if x and all(x in r["params"] for r in rows):
+        groups = list(dict.fromkeys(key_of({k: v for k, v in r["params"].items() if k != x}) for r in rows))
+        fig, axes = plt.subplots(1, len(groups), figsize=(4.5 * len(groups), 4), squeeze=False)
+        for ax, g in zip(axes[0], groups):
+            for variant in dict.fromkeys(r["variant"] for r in rows):
+                pts = sorted((int(r["params"][x]), value(r, metric)) for r in rows
+                             if r["variant"] == variant and key_of({k: v for k, v in r["params"].items() if k != x}) == g)
+                if pts:
+                    ax.plot(*zip(*pts), marker="o", linestyle="--" if variant.startswith("anchor:") else "-",
+                            label=variant)
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel(x)
+            ax.set_ylabel(metric)
+            if g:
+                ax.set_title(g, fontsize=9)
+            ax.grid(alpha=0.3)
+        axes[0][0].legend(fontsize=8)
+    else:
+        shapes = list(dict.fromkeys(key_of(r["params"]) for r in rows))
+        variants = list(dict.fromkeys(r["variant"] for r in rows))
+        fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(shapes) * len(variants) / 3), 4.5))
+        width = 0.8 / len(variants)
+        cell = {(key_of(r["params"]), r["variant"]): value(r, metric) for r in rows}
+        for i, v in enumerate(variants):
+            ax.bar([s + i * width for s in range(len(shapes))], [cell.get((s, v), 0) for s in shapes], width, label=v)
+        ax.set_xticks([s + 0.4 - width / 2 for s in range(len(shapes))], shapes, fontsize=7, rotation=15)
+        ax.set_ylabel(metric)
+        ax.legend(fontsize=7)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def ctest_line(log):
+    if not log.exists():
+        return "not run"
+    m = re.search(r"\d+% tests passed(, \d+ tests failed)? out of \d+", log.read_text())
+    return m.group(0) if m else "no summary (see the log)"
+
+
+def main():
+    run, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    readme = pathlib.Path(sys.argv[sys.argv.index("--readme") + 1]) if "--readme" in sys.argv else None
+    out.mkdir(parents=True, exist_ok=True)
+    context, index = {}, []
+    for path in sorted((run / "bench").glob("*.json")):
+        chapter = path.stem
+        cfg = CONFIG.get(chapter, dict(metric="TFLOP/s"))
+        context, rows = parse(path)
+        d = out / chapter
+        d.mkdir(exist_ok=True)
+        shutil.copy(path, d / "bench.json")
+        header = (f"# {chapter} on the H200\n\n{context.get('gpu', '?')}; {context.get('date', '?')}; "
+                  f"commit {context.get('git_commit', '?')}. Produced by scripts/results.py from bench.json.\n\n")
+        extra = ""
+        if chapter in HOOKS:  # a chapter's own figures (the spilling heatmap)
+            r = subprocess.run([sys.executable, *map(str, HOOKS[chapter](run, d))], capture_output=True, text=True)
+            extra = r.stdout
+            if r.returncode:
+                print(f"{chapter} hook failed:\n{r.stderr}", file=sys.stderr)
+        has_plot = plot(rows, cfg, f"{chapter}: {cfg['metric']} on {context.get('gpu', '?').split(' (')[0]}",
+                        d / "plot.png")
+        (d / "table.md").write_text(header + ("![plot](plot.png)\n\n" if has_plot else "") + table(rows, cfg) + extra)
+        index.append(chapter)
+
+    ladder = {}
+    log = run / "logs" / "ladder.log"
+    if log.exists():
+        for line in log.read_text().splitlines():
+            m = re.match(r"^(\d\d_\w+)\s+(PASS|FAIL|CPU-ONLY)\s+(.*)$", line)
+            if m:
+                ladder[m.group(1)] = (m.group(2), m.group(3))
+    anchors = run / "anchors.json"
+    if anchors.exists():
+        shutil.copy(anchors, out / "anchors.json")
+    ncu = run / "ncu"
+    if ncu.exists():
+        for f in ncu.glob("*.csv"):
+            if not f.name.startswith("ncu_"):
+                shutil.copy(f, out / f.name)
+
+    lines = [f"# Results: {context.get('gpu', '?')}", "",
+             f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
+             "chapter folders comes from one `scripts/gpu_check.sh` run on that GPU.", "",
+             f"- tests (CPU + GPU): {ctest_line(run / 'logs' / 'test.log')}",
+             f"- compute-sanitizer (memcheck, racecheck): {ctest_line(run / 'logs' / 'sanitizer.log')}", "",
+             "| chapter | check | the executable's summary line | tables and plot |", "|---|---|---|---|"]
+    for chapter in sorted(set(index) | set(ladder)):
+        status, text = ladder.get(chapter, ("", ""))
+        link = f"[{chapter}/table.md]({chapter}/table.md)" if chapter in index else ""
+        lines.append(f"| {chapter} | {status} | {text} | {link} |")
+    (out / "README.md").write_text("\n".join(lines) + "\n")
+
+    if readme and ladder:
+        text = readme.read_text()
+        block = ["<!-- results:begin -->", "| chapter | H200 result (from `results/`) |", "|---|---|"]
+        block += [f"| {c} | {t} |" for c, (s, t) in sorted(ladder.items())]
+        block.append("<!-- results:end -->")
+        text = re.sub(r"<!-- results:begin -->.*<!-- results:end -->", "\n".join(block), text, flags=re.S)
+        readme.write_text(text)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
