@@ -9,7 +9,7 @@ mkdir -p "$OUT"
 SHAPE=(--B 1 --H 16 --N 16384 --d 64)
 METRICS=dram__bytes_read.sum,dram__bytes_write.sum
 run() {  # run NAME EXE PROFILE
-  ncu --clock-control none --metrics "$METRICS" --csv --log-file "$OUT/ncu_$1.csv" \
+  ncu --clock-control none --metrics "$METRICS" --csv --log-file "$OUT/traffic_ncu_$1.log" \
     "$BUILD/bin/$2" "${SHAPE[@]}" --profile "$3" >"$OUT/stdout_$1.txt"
 }
 run fa1 05_fa1_forward fa1
@@ -23,7 +23,7 @@ for impl in ["fa1", "fa2", "standard"]:
     text = (out / f"stdout_{impl}.txt").read_text()
     m = re.search(r"total\s+read\s+([\d.]+) MB\s+write\s+([\d.]+) MB", text)
     model = (m.group(1), m.group(2)) if m and impl != "standard" else ("", "")
-    lines = (out / f"ncu_{impl}.csv").read_text().splitlines()
+    lines = (out / f"traffic_ncu_{impl}.log").read_text().splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith('"ID"'))
     total = {"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0}
     kernels = set()

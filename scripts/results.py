@@ -201,8 +201,7 @@ def main():
     ncu = run / "ncu"
     if ncu.exists():
         for f in ncu.glob("*.csv"):
-            if not f.name.startswith("ncu_"):
-                shutil.copy(f, out / f.name)
+            shutil.copy(f, out / f.name)
 
     lines = [f"# Results: {context.get('gpu', '?')}", "",
              f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
