@@ -22,7 +22,11 @@ rows = ["impl,model_read_MB,model_write_MB,ncu_read_MB,ncu_write_MB,kernels"]
 for impl in ["fa1", "fa2", "standard"]:
     text = (out / f"stdout_{impl}.txt").read_text()
     m = re.search(r"total\s+read\s+([\d.]+) MB\s+write\s+([\d.]+) MB", text)
-    model = (m.group(1), m.group(2)) if m and impl != "standard" else ("", "")
+    if impl == "standard":  # S written; S read, P written (softmax); P read (PV); plus Q, K, V read, O written
+        heads, N, d = 16, 16384, 64
+        model = (f"{heads * 4 * (3 * N * d + 2 * N * N) / 1e6:.1f}", f"{heads * 4 * (2 * N * N + N * d) / 1e6:.1f}")
+    else:
+        model = (m.group(1), m.group(2))
     lines = (out / f"traffic_ncu_{impl}.log").read_text().splitlines()
     start = next(i for i, l in enumerate(lines) if l.startswith('"ID"'))
     total = {"dram__bytes_read.sum": 0.0, "dram__bytes_write.sum": 0.0}

@@ -156,6 +156,31 @@ def plot(rows, cfg, title, path):
     return True
 
 
+def fill(readme, name, content):
+    """Replaces what stands between <!-- results:NAME --> and <!-- /results:NAME --> in a README."""
+    if not readme.exists():
+        return
+    text = readme.read_text()
+    start, end = f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
+    if start not in text:
+        return
+    if end not in text:
+        text = text.replace(start, f"{start}\n{end}")
+    pattern = re.escape(start) + ".*?" + re.escape(end)
+    text = re.sub(pattern, lambda _: f"{start}\n{content.strip()}\n{end}", text, flags=re.S)
+    readme.write_text(text)
+
+
+def csv_table(path):
+    import csv
+    rows = list(csv.reader(path.read_text().splitlines()))
+    if not rows:
+        return ""
+    out = ["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
+    out += ["| " + " | ".join(r) + " |" for r in rows[1:] if any(r)]
+    return "\n".join(out) + "\n"
+
+
 def ctest_line(log):
     if not log.exists():
         return "not run"
@@ -166,6 +191,7 @@ def ctest_line(log):
 def main():
     run, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
     readme = pathlib.Path(sys.argv[sys.argv.index("--readme") + 1]) if "--readme" in sys.argv else None
+    chapters_root = readme.parent if readme else None
     out.mkdir(parents=True, exist_ok=True)
     context, index = {}, []
     for path in sorted((run / "bench").glob("*.json")):
@@ -185,8 +211,14 @@ def main():
                 print(f"{chapter} hook failed:\n{r.stderr}", file=sys.stderr)
         has_plot = plot(rows, cfg, f"{chapter}: {cfg['metric']} on {context.get('gpu', '?').split(' (')[0]}",
                         d / "plot.png")
-        (d / "table.md").write_text(header + ("![plot](plot.png)\n\n" if has_plot else "") + table(rows, cfg) + extra)
+        body = table(rows, cfg) + extra
+        (d / "table.md").write_text(header + ("![plot](plot.png)\n\n" if has_plot else "") + body)
         index.append(chapter)
+        if chapters_root:
+            stamp = (f"Measured by `scripts/gpu_check.sh` on {context.get('gpu', '?')}, {context.get('date', '?')}, "
+                     f"commit {context.get('git_commit', '?')} ([raw JSON](../results/{chapter}/bench.json)).\n\n")
+            plot_link = f"![{chapter}](../results/{chapter}/plot.png)\n\n" if has_plot else ""
+            fill(chapters_root / chapter / "README.md", chapter, stamp + plot_link + body)
 
     ladder = {}
     log = run / "logs" / "ladder.log"
@@ -201,7 +233,28 @@ def main():
     ncu = run / "ncu"
     if ncu.exists():
         for f in ncu.glob("*.csv"):
-            shutil.copy(f, out / f.name)
+            dest = out / ("06_fa2_forward" if f.name == "traffic.csv" else
+                          "08_spilling_study" if f.name.startswith(("ncu_spill", "spill_")) else ".")
+            dest.mkdir(exist_ok=True)
+            shutil.copy(f, dest / f.name)
+    traffic = out / "06_fa2_forward" / "traffic.csv"
+    if traffic.exists():
+        text = ("B=1, H=16, N=16384, d=64 (K and V: 64 MiB each, past the 60 MB L2), one launch each, "
+                "`ncu --clock-control none`, metrics dram__bytes_read.sum / dram__bytes_write.sum. The model counts "
+                "every tile load the loops ask for; DRAM sees only what misses the L2. FA2's T_r re-reads of K_j, "
+                "V_j come from blocks of the same head running together, so most are L2 hits; FA1's T_c round trips "
+                "of a head's O_i (4 MiB) also mostly stay in L2. The standard attention's N x N S/P does not fit, "
+                "so it pays close to its model. Standard model: S written, read and P written by the softmax, "
+                "P read by PV, plus Q, K, V, O.\n\n")
+        (out / "06_fa2_forward" / "traffic.md").write_text("# DRAM traffic\n\n" + text + csv_table(traffic))
+        if chapters_root:
+            fill(chapters_root / "06_fa2_forward" / "README.md", "06_fa2_forward:traffic", text + csv_table(traffic))
+    spill = out / "08_spilling_study"
+    if chapters_root and (spill / "ncu_spill.csv").exists():
+        fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:ncu", csv_table(spill / "ncu_spill.csv"))
+    if chapters_root and (spill / "spill_heatmap.png").exists():
+        fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:heatmap",
+             "![heatmap](../results/08_spilling_study/spill_heatmap.png)")
 
     lines = [f"# Results: {context.get('gpu', '?')}", "",
              f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
@@ -215,12 +268,12 @@ def main():
         lines.append(f"| {chapter} | {status} | {text} | {link} |")
     (out / "README.md").write_text("\n".join(lines) + "\n")
 
-    if readme and ladder:
+    if readme and ladder:  # the last column of the ladder table
         text = readme.read_text()
-        block = ["<!-- results:begin -->", "| chapter | H200 result (from `results/`) |", "|---|---|"]
-        block += [f"| {c} | {t} |" for c, (s, t) in sorted(ladder.items())]
-        block.append("<!-- results:end -->")
-        text = re.sub(r"<!-- results:begin -->.*<!-- results:end -->", "\n".join(block), text, flags=re.S)
+        for chapter, (status, summary) in ladder.items():
+            cell = f"{summary} ({status}; [table](results/{chapter}/table.md))".replace("|", "/")
+            text = re.sub(f"<!-- r:{chapter} -->.*?<!-- /r -->", lambda _: f"<!-- r:{chapter} -->{cell}<!-- /r -->",
+                          text)
         readme.write_text(text)
     print("\n".join(lines))
 
