@@ -41,7 +41,7 @@ function(ladder_add_chapter name)
   # Without a GPU every Gpu* test calls GTEST_SKIP with its reason; CTest then
   # reports the entry as skipped rather than passed.
   set_tests_properties(${name}.gpu PROPERTIES LABELS gpu TIMEOUT 1800
-    SKIP_REGULAR_EXPRESSION "\\[  SKIPPED \\]")
+    SKIP_REGULAR_EXPRESSION "GPU test skipped: no CUDA device")
 
   if(LADDER_COMPUTE_SANITIZER)
     set(tools memcheck)
