@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
     report.out() << "shape " << s.str() << ": M = " << t.M << " floats (4/5 of " << smem << " bytes of shared memory"
                  << (gpu ? "" : ", the H200's") << ")\n"
                  << "  B_c = ceil(M / 4d) = " << (t.M + 4 * s.d - 1) / (4 * s.d) << " -> " << t.B_c
-                 << " (our tiles pad rows; shrunk until they fit), B_r = min(B_c, d) = " << t.B_r << ", T_r = " << t.T_r << ", T_c = " << t.T_c << ", " << t.smem_bytes
-                 << " bytes of shared memory, grid = B*H = " << s.heads() << " blocks\n"
+                 << " (our tiles pad rows; shrunk until they fit), B_r = min(B_c, d) = " << t.B_r << ", T_r = " << t.T_r
+                 << ", T_c = " << t.T_c << ", " << t.smem_bytes << " bytes of shared memory, grid = B*H = " << s.heads()
+                 << " blocks\n"
                  << "memory beyond Q, K, V, O: FA1 keeps l and m, " << 2 * s.rows() * 4 / 1e6
                  << " MB; the standard attention materialises S/P, " << ladder::StandardAttention::score_bytes(s) / 1e6
                  << " MB\n";

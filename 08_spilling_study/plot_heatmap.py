@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 D = 128
 B_R = [4, 8, 16]
 B_C = [16, 32, 64]
-NAME = re.compile(r"^spill_sweep/variant=normal/d=(\d+)/B_r=(\d+)/B_c=(\d+)/N=(\d+)$")
+NAME = re.compile(r"^spill_sweep/variant=normal/d=(\d+)/B_r=(\d+)/B_c=(\d+)/N=(\d+)(/manual_time)?$")
 
 
 def sweep_times(bench_json):
