@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "05_fa1_forward/fa_forward.h"
+#include "attention_inputs.h"
 #include "cli.h"
 #include "device.h"
 #include "device_buffer.h"
@@ -27,24 +28,12 @@ constexpr const char* kUsage =
     "  --repeats R                 timed repeats (default 10)\n"
     "  --profile fa2|fa1|standard  launch that kernel once on the shape and exit (for ncu)\n";
 
-struct Inputs {
-  std::vector<float> Q, K, V;
-};
-Inputs random_inputs(const ladder::AttentionShape& s, std::uint64_t seed) {
-  return {ladder::random_uniform(s.elems(), seed), ladder::random_uniform(s.elems(), seed + 1),
-          ladder::random_uniform(s.elems(), seed + 2)};
-}
 }  // namespace
 
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
-    ladder::AttentionShape s;
-    s.B = static_cast<int>(args.integer("--B", 4));
-    s.H = static_cast<int>(args.integer("--H", 16));
-    s.N = static_cast<int>(args.integer("--N", 4096));
-    s.d = static_cast<int>(args.integer("--d", 64));
-    s.causal = args.flag("--causal");
+    const ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 64, false});
     const int check_N = static_cast<int>(args.integer("--check-N", 1000));
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const std::string profile = args.text("--profile");
@@ -61,7 +50,7 @@ int main(int argc, char** argv) {
 
     // CPU: the tile model against the reference, and the traffic of the main shape.
     const ladder::AttentionShape small{1, 2, 100, s.d, s.causal};
-    const Inputs x = random_inputs(small, ladder::fresh_seed());
+    const ladder::AttentionInputs x = ladder::random_attention_inputs(small, ladder::fresh_seed());
     const fa2::TileModel model = fa2::tile_model(small, fa2::tiles(small), x.Q.data(), x.K.data(), x.V.data());
     const auto ref_small = ladder::attention_forward_reference(small, x.Q.data(), x.K.data(), x.V.data());
     std::vector<float> model_O(model.O.begin(), model.O.end());
@@ -73,7 +62,7 @@ int main(int argc, char** argv) {
     if (!ladder::device().available) return report.gpu_skipped("tile model matches the fp64 reference");
 
     if (!profile.empty()) {  // one launch of one kernel, nothing else (for ncu)
-      const Inputs in = random_inputs(s, 1);
+      const ladder::AttentionInputs in = ladder::random_attention_inputs(s, 1);
       ladder::DeviceBuffer<float> Q(in.Q), K(in.K), V(in.V), O(s.elems()), L(s.rows()), m(s.rows());
       if (profile == "fa2") {
         fa2::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data());
@@ -91,7 +80,7 @@ int main(int argc, char** argv) {
     // GPU: correctness at a size the fp64 reference affords, every element, O and L.
     const ladder::AttentionShape check{2, 3, check_N, s.d, s.causal};
     const std::uint64_t seed = ladder::fresh_seed();
-    const Inputs c = random_inputs(check, seed);
+    const ladder::AttentionInputs c = ladder::random_attention_inputs(check, seed);
     const auto ref = ladder::attention_forward_reference(check, c.Q.data(), c.K.data(), c.V.data());
     {
       ladder::DeviceBuffer<float> Q(c.Q), K(c.K), V(c.V), O(check.elems()), L(check.rows());
@@ -110,7 +99,7 @@ int main(int argc, char** argv) {
     }
 
     // GPU: time FA2, FA1 and the standard attention on the main shape.
-    const Inputs in = random_inputs(s, seed + 10);
+    const ladder::AttentionInputs in = ladder::random_attention_inputs(s, seed + 10);
     ladder::DeviceBuffer<float> Q(in.Q), K(in.K), V(in.V), O(s.elems()), L(s.rows()), m(s.rows());
     const ladder::TimingOptions opt{2, repeats, true};
     const ladder::Work work = ladder::attention_fwd_work(s.B, s.H, s.N, s.d, s.causal);

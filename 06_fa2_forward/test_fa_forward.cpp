@@ -1,6 +1,7 @@
 #include <string>
 #include <tuple>
 
+#include "attention_inputs.h"
 #include "device_buffer.h"
 #include "fa_forward.h"
 #include "gtest_helpers.h"
@@ -10,16 +11,6 @@
 namespace {
 
 using ladder::AttentionShape;
-
-struct Inputs {
-  std::vector<float> Q, K, V;
-};
-Inputs random_inputs(const AttentionShape& s, std::uint64_t seed, float logit_scale = 1.0f) {
-  Inputs x{ladder::random_uniform(s.elems(), seed), ladder::random_uniform(s.elems(), seed + 1),
-           ladder::random_uniform(s.elems(), seed + 2)};
-  for (float& q : x.Q) q *= logit_scale;
-  return x;
-}
 
 // ---- CPU: tiles, validation, and the tile model ----------------------------
 
@@ -51,7 +42,7 @@ TEST_P(CpuFa2TileModel, MatchesTheReference) {
   LADDER_TEST_SEED(seed);
   const auto [N, d, causal] = GetParam();
   const AttentionShape s{2, 1, N, d, causal};
-  const Inputs x = random_inputs(s, seed);
+  const ladder::AttentionInputs x = ladder::random_attention_inputs(s, seed);
   const auto model = fa2::tile_model(s, fa2::tiles(s), x.Q.data(), x.K.data(), x.V.data());
   const auto ref = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data());
   for (std::size_t e = 0; e < ref.O.size(); ++e) ASSERT_NEAR(model.O[e], ref.O[e], 1e-12) << e;
@@ -93,7 +84,7 @@ class GpuFa2 : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 void expect_matches_reference(const AttentionShape& s, std::uint64_t seed, float logit_scale,
                               const ladder::Bound& bound = ladder::kFp32) {
-  const Inputs x = random_inputs(s, seed, logit_scale);
+  const ladder::AttentionInputs x = ladder::random_attention_inputs(s, seed, false, logit_scale);
   const auto ref = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data());
   ladder::DeviceBuffer<float> Q(x.Q), K(x.K), V(x.V), O(s.elems()), L(s.rows());
   O.poison();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "06_fa2_forward/fa_forward.h"
+#include "attention_inputs.h"
 #include "cli.h"
 #include "device.h"
 #include "device_buffer.h"
@@ -30,19 +31,11 @@ constexpr const char* kUsage =
     "  --profile P              atomic, deterministic or standard: run that backward once on the shape\n"
     "                           and exit (for ncu)\n";
 
-struct Inputs {
-  std::vector<float> Q, K, V, dO;
-};
-Inputs random_inputs(const ladder::AttentionShape& s, std::uint64_t seed) {
-  return {ladder::random_uniform(s.elems(), seed), ladder::random_uniform(s.elems(), seed + 1),
-          ladder::random_uniform(s.elems(), seed + 2), ladder::random_uniform(s.elems(), seed + 3)};
-}
-
 // Everything one shape needs on the device; O and L from the chapter-06 forward.
 struct OnDevice {
   ladder::AttentionShape s;
   ladder::DeviceBuffer<float> Q, K, V, dO, O, L, dQ, dK, dV, D;
-  OnDevice(const ladder::AttentionShape& shape, const Inputs& x)
+  OnDevice(const ladder::AttentionShape& shape, const ladder::AttentionInputs& x)
       : s(shape),
         Q(x.Q),
         K(x.K),
@@ -69,11 +62,7 @@ std::string mask_name(bool causal) { return causal ? "causal" : "dense"; }
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
-    ladder::AttentionShape s;
-    s.B = static_cast<int>(args.integer("--B", 4));
-    s.H = static_cast<int>(args.integer("--H", 16));
-    s.N = static_cast<int>(args.integer("--N", 4096));
-    s.d = static_cast<int>(args.integer("--d", 64));
+    ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 64, false}, false);
     const std::string mask = args.text("--mask", "both");
     const int check_N = static_cast<int>(args.integer("--check-N", 1000));
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
@@ -100,7 +89,7 @@ int main(int argc, char** argv) {
     // CPU: the chapter's idea on the fp64 reference.
     {
       const ladder::AttentionShape small{1, 1, 256, s.d, true};
-      const Inputs x = random_inputs(small, ladder::fresh_seed());
+      const ladder::AttentionInputs x = ladder::random_attention_inputs(small, ladder::fresh_seed(), true);
       const auto fwd = ladder::attention_forward_reference(small, x.Q.data(), x.K.data(), x.V.data());
       const double diff = fa2::p_from_l(small, x.Q.data(), x.K.data(), fwd.L.data(), 0).max_abs_diff;
       std::snprintf(line, sizeof line, "P from L (fp64 reference, %s): max |exp(S - L) - softmax(S)| = %.1e",
@@ -110,7 +99,7 @@ int main(int argc, char** argv) {
     }
 
     if (!profile.empty()) {  // one launch of one backward, nothing else timed (for ncu)
-      OnDevice dev(s, random_inputs(s, 1));
+      OnDevice dev(s, ladder::random_attention_inputs(s, 1, true));
       if (profile == "atomic" || profile == "deterministic") {
         dev.backward(profile == "atomic" ? fa2::DqPath::Atomic : fa2::DqPath::Deterministic);
       } else if (profile == "standard") {
@@ -130,7 +119,7 @@ int main(int argc, char** argv) {
     const ladder::Dumper dump(flags.dump_dir);
     for (bool causal : masks) {
       const ladder::AttentionShape check{1, 2, check_N, s.d, causal};
-      const Inputs x = random_inputs(check, seed);
+      const ladder::AttentionInputs x = ladder::random_attention_inputs(check, seed, true);
       OnDevice dev(check, x);
       const std::vector<float> L = dev.L.download();
       std::snprintf(line, sizeof line,
@@ -164,7 +153,7 @@ int main(int argc, char** argv) {
     for (bool causal : masks) {
       ladder::AttentionShape sc = s;
       sc.causal = causal;
-      OnDevice dev(sc, random_inputs(sc, seed + 10));
+      OnDevice dev(sc, ladder::random_attention_inputs(sc, seed + 10, true));
       const ladder::Work fwd_work = ladder::attention_fwd_work(sc.B, sc.H, sc.N, sc.d, causal);
       const ladder::Work bwd_work = ladder::attention_bwd_work(sc.B, sc.H, sc.N, sc.d, causal);
       const double fwd_ms = ladder::time_gpu([&] { dev.forward(); }, opt).median_ms;

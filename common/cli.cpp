@@ -91,6 +91,16 @@ CommonFlags common_flags(Args& args) {
   return f;
 }
 
+AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool causal_flag) {
+  AttentionShape s = fallback;
+  s.B = static_cast<int>(args.integer("--B", fallback.B));
+  s.H = static_cast<int>(args.integer("--H", fallback.H));
+  s.N = static_cast<int>(args.integer("--N", fallback.N));
+  s.d = static_cast<int>(args.integer("--d", fallback.d));
+  if (causal_flag) s.causal = args.flag("--causal");
+  return s;
+}
+
 int run_main(int argc, char** argv, const std::string& usage, const std::function<int(Args&)>& body) {
   const std::string prog = argc > 0 ? argv[0] : "chapter";
   try {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_shape.h"
 #include "compare.h"
 
 namespace ladder {
@@ -37,6 +38,9 @@ struct CommonFlags {
   std::string dump_dir;  // --dump DIR: write inputs and outputs as .npy
 };
 CommonFlags common_flags(Args& args);
+// --B --H --N --d (and --causal when causal_flag) for the attention chapters.
+AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool causal_flag = true);
+
 inline constexpr const char* kCommonUsage =
     "  --summary     print one summary line only\n"
     "  --dump DIR    write inputs and outputs as .npy files to DIR\n"
