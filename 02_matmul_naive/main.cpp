@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "device.h"
 #include "matmul_harness.h"
+#include "matmul_naive.h"
 #include "random.h"
 
 int main(int argc, char** argv) {
@@ -17,18 +18,18 @@ int main(int argc, char** argv) {
     ladder::Report report("02_matmul_naive", flags.summary);
     if (!ladder::device().available) return report.gpu_skipped("none in this chapter");
 
-    const std::vector<mm::Contender> kernels = mm::naive_contenders();
-    const mm::Contender cublas = mm::cublas_contender();
-    std::vector<mm::Contender> checked = kernels;
+    const std::vector<mm::Contender<float>> kernels = naive::contenders();
+    const mm::Contender<float> cublas = mm::cublas_contender<float>();
+    std::vector<mm::Contender<float>> checked = kernels;
     checked.push_back(cublas);
 
     const std::uint64_t seed = ladder::fresh_seed();
     report.out() << "C = A B, fp32, row-major; seed " << seed << "\n";
     mm::check_full(report, checked, mm::kCheckShape, seed, ladder::Dumper(flags.dump_dir));
-    mm::Problem problem(shape, seed + 2);
+    mm::Problem<float> problem(shape, seed + 2);
     mm::check_rows(report, checked, problem, 8, seed + 4);
 
     const mm::Race race = mm::time_all(kernels, cublas, problem, {2, repeats, true});
-    return report.summary(mm::print_race(report.out(), race, shape));
+    return report.summary(mm::print_race<float>(report.out(), race, shape));
   });
 }

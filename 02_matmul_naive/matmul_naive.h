@@ -5,6 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
+#include "matmul_harness.h"
+
 namespace naive {
 
 enum class Kernel {
@@ -25,5 +29,15 @@ dim3 grid(Kernel k, int M, int N);
 // C[M, N] = A[M, K] B[K, N]; device pointers, row-major, any M, N, K >= 1.
 // Throws std::invalid_argument (before any launch) on M, N or K < 1 or a grid too large.
 void matmul(Kernel k, int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream = nullptr);
+
+// This chapter's kernels as contenders of the shared matmul harness, in ladder order
+// (chapter 03 runs them too).
+inline std::vector<mm::Contender<float>> contenders() {
+  std::vector<mm::Contender<float>> all;
+  for (Kernel k : kAll)
+    all.push_back(
+        {name(k), [k](int M, int N, int K, const float* A, const float* B, float* C) { matmul(k, M, N, K, A, B, C); }});
+  return all;
+}
 
 }  // namespace naive

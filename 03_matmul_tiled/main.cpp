@@ -3,9 +3,10 @@
 // then timed against cuBLAS SGEMM measured in this run.
 #include <vector>
 
-#include "02_matmul_naive/matmul_harness.h"
+#include "02_matmul_naive/matmul_naive.h"
 #include "cli.h"
 #include "device.h"
+#include "matmul_harness.h"
 #include "matmul_tiled.h"
 #include "random.h"
 
@@ -19,19 +20,16 @@ int main(int argc, char** argv) {
     ladder::Report report("03_matmul_tiled", flags.summary);
     if (!ladder::device().available) return report.gpu_skipped("none in this chapter");
 
-    std::vector<mm::Contender> kernels = mm::naive_contenders();
-    for (tiled::Kernel k : tiled::kAll)
-      kernels.push_back({tiled::name(k), [k](int M, int N, int K, const float* A, const float* B, float* C) {
-                           tiled::matmul(k, M, N, K, A, B, C);
-                         }});
-    const mm::Contender cublas = mm::cublas_contender();
-    std::vector<mm::Contender> checked = kernels;
+    std::vector<mm::Contender<float>> kernels = naive::contenders();
+    for (const mm::Contender<float>& c : tiled::contenders()) kernels.push_back(c);
+    const mm::Contender<float> cublas = mm::cublas_contender<float>();
+    std::vector<mm::Contender<float>> checked = kernels;
     checked.push_back(cublas);
 
     const std::uint64_t seed = ladder::fresh_seed();
     report.out() << "C = A B, fp32, row-major; seed " << seed << "\n";
     mm::check_full(report, checked, mm::kCheckShape, seed, ladder::Dumper(flags.dump_dir));
-    mm::Problem problem(shape, seed + 2);
+    mm::Problem<float> problem(shape, seed + 2);
     mm::check_rows(report, checked, problem, 8, seed + 4);
 
     const bool fast = tiled::register_tiled_fast_path(shape.M, shape.N, shape.K, problem.dA.data(), problem.dB.data(),
@@ -41,6 +39,6 @@ int main(int argc, char** argv) {
                           : "guarded path (M or N not a multiple of 128, or K not of 8: bounds-checked scalar loads)")
                  << "\n";
     const mm::Race race = mm::time_all(kernels, cublas, problem, {2, repeats, true});
-    return report.summary(mm::print_race(report.out(), race, shape));
+    return report.summary(mm::print_race<float>(report.out(), race, shape));
   });
 }

@@ -5,6 +5,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <vector>
+
+#include "matmul_harness.h"
+
 namespace tiled {
 
 enum class Kernel {
@@ -34,5 +38,14 @@ bool register_tiled_fast_path(int M, int N, int K, const void* A, const void* B,
 // C[M, N] = A[M, K] B[K, N]; device pointers, row-major, any M, N, K >= 1.
 // Throws std::invalid_argument (before any launch) on M, N or K < 1 or a grid too large.
 void matmul(Kernel k, int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream = nullptr);
+
+// This chapter's kernels as contenders of the shared matmul harness, in ladder order.
+inline std::vector<mm::Contender<float>> contenders() {
+  std::vector<mm::Contender<float>> all;
+  for (Kernel k : kAll)
+    all.push_back(
+        {name(k), [k](int M, int N, int K, const float* A, const float* B, float* C) { matmul(k, M, N, K, A, B, C); }});
+  return all;
+}
 
 }  // namespace tiled

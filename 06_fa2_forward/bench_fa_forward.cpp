@@ -23,7 +23,7 @@ void bench(benchmark::State& state, Impl impl, AttentionShape s) {
               *V = ladder::bench_input(s.elems(), 3);
   float *O = ladder::bench_output(s.elems()), *L = ladder::bench_output(s.rows(), 1),
         *m = ladder::bench_output(s.rows(), 2);
-  const ladder::Work work = ladder::attention_fwd_work(s.B, s.H, s.N, s.d, s.causal);
+  const ladder::Work work = ladder::attention_fwd_work(s);
   switch (impl) {
     case Impl::FA2:
       return ladder::run_gpu(

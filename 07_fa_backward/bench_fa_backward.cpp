@@ -52,7 +52,7 @@ void bench_backward(benchmark::State& state, fa2::DqPath path, int d, int N, boo
         fa2::backward(s, in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data(), in.dO.data(), dQ.data(), dK.data(),
                       dV.data(), D.data(), path);
       },
-      ladder::attention_bwd_work(s.B, s.H, s.N, s.d, s.causal));
+      ladder::attention_bwd_work(s));
 }
 
 void bench_forward(benchmark::State& state, int d, int N, bool causal) {
@@ -62,7 +62,7 @@ void bench_forward(benchmark::State& state, int d, int N, bool causal) {
   ladder::DeviceBuffer<float> O(s.elems()), L(s.rows());
   ladder::run_gpu(
       state, [&] { fa2::forward(s, in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data()); },
-      ladder::attention_fwd_work(s.B, s.H, s.N, s.d, s.causal));
+      ladder::attention_fwd_work(s));
 }
 
 // Times backward() only; its forward() (which leaves P behind) runs once before.
@@ -85,7 +85,7 @@ void bench_standard(benchmark::State& state, int d, int N, bool causal) {
   ladder::run_gpu(
       state,
       [&] { standard.backward(in.Q.data(), in.K.data(), in.V.data(), in.dO.data(), dQ.data(), dK.data(), dV.data()); },
-      ladder::attention_bwd_work(s.B, s.H, s.N, s.d, s.causal));
+      ladder::attention_bwd_work(s));
 }
 
 const bool registered = [] {

@@ -154,8 +154,8 @@ int main(int argc, char** argv) {
       ladder::AttentionShape sc = s;
       sc.causal = causal;
       OnDevice dev(sc, ladder::random_attention_inputs(sc, seed + 10, true));
-      const ladder::Work fwd_work = ladder::attention_fwd_work(sc.B, sc.H, sc.N, sc.d, causal);
-      const ladder::Work bwd_work = ladder::attention_bwd_work(sc.B, sc.H, sc.N, sc.d, causal);
+      const ladder::Work fwd_work = ladder::attention_fwd_work(sc);
+      const ladder::Work bwd_work = ladder::attention_bwd_work(sc);
       const double fwd_ms = ladder::time_gpu([&] { dev.forward(); }, opt).median_ms;
       double bwd_ms[2];
       for (fa2::DqPath path : fa2::kAllDqPaths)

@@ -19,7 +19,7 @@ void bench_variant(benchmark::State& state, const spill::Variant& v) {
               *V = ladder::bench_input(s.elems(), 3);
   float *O = ladder::bench_output(s.elems()), *L = ladder::bench_output(s.rows(), 1);
   ladder::run_gpu(
-      state, [&] { spill::forward(v, s, Q, K, V, O, L); }, ladder::attention_fwd_work(kB, kH, kN, v.d, false));
+      state, [&] { spill::forward(v, s, Q, K, V, O, L); }, ladder::attention_fwd_work(s));
 }
 
 const bool registered = [] {

@@ -12,6 +12,42 @@
 #     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
 #     [LINK other_targets...] [RACECHECK])
 
+# ladder_select_chapters(OUT "<LADDER_ONLY>" <all chapters...>): the chapters to build,
+# in ladder order: all of them, or those named plus, transitively, the chapters they
+# need (LADDER_NEEDS_<chapter>). A name that is not a chapter stops the configure.
+function(ladder_select_chapters out only)
+  set(all ${ARGN})
+  if(NOT only)
+    set(${out} ${all} PARENT_SCOPE)
+    return()
+  endif()
+  set(wanted "")
+  set(todo ${only})
+  while(todo)
+    list(POP_FRONT todo chapter)
+    if(NOT chapter IN_LIST all)
+      message(FATAL_ERROR "LADDER_ONLY: '${chapter}' is not a chapter; the chapters are: ${all}")
+    endif()
+    if(chapter IN_LIST wanted)
+      continue()
+    endif()
+    list(APPEND wanted ${chapter})
+    foreach(need IN LISTS LADDER_NEEDS_${chapter})
+      if(NOT need IN_LIST wanted AND NOT need IN_LIST only)
+        message(STATUS "LADDER_ONLY: ${chapter} needs ${need}: building it too")
+      endif()
+      list(APPEND todo ${need})
+    endforeach()
+  endwhile()
+  set(selected "")
+  foreach(chapter IN LISTS all)
+    if(chapter IN_LIST wanted)
+      list(APPEND selected ${chapter})
+    endif()
+  endforeach()
+  set(${out} ${selected} PARENT_SCOPE)
+endfunction()
+
 function(ladder_warnings target)
   # -Wall -Wextra for host code, also the host code nvcc hands to g++.
   target_compile_options(${target} PRIVATE

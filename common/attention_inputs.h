@@ -17,8 +17,10 @@ struct AttentionInputs {
 
 inline AttentionInputs random_attention_inputs(const AttentionShape& s, std::uint64_t seed, bool with_dO = false,
                                                float q_scale = 1.0f) {
-  AttentionInputs x{
-      random_uniform(s.elems(), seed), random_uniform(s.elems(), seed + 1), random_uniform(s.elems(), seed + 2), {}};
+  AttentionInputs x{random_uniform(s.elems(), seed),
+                    random_uniform(s.kv_elems(), seed + 1),
+                    random_uniform(s.kv_elems(), seed + 2),
+                    {}};
   if (with_dO) x.dO = random_uniform(s.elems(), seed + 3);
   if (q_scale != 1.0f)
     for (float& q : x.Q) q *= q_scale;

@@ -1,12 +1,15 @@
 // The attention problem every FlashAttention chapter solves:
-//   Q, K, V, O: [B, H, N, d] fp32, row-major (PyTorch's layout); L: [B, H, N].
-//   S = scale * Q K^T with scale = 1/sqrt(d); causal: query i sees keys 0..i.
+//   Q, O: [B, H, N, d], K, V: [B, H_kv, N_kv, d], row-major (PyTorch's layout); L: [B, H, N].
+//   S = scale * Q K^T with scale = 1/sqrt(d).
+//   GQA/MQA: query head h reads KV head h / g, g = H / H_kv (H_kv = H: plain multi-head).
+//   causal: query i sees keys j <= i + N_kv - N (aligned at the bottom right, as FA2 does:
+//   with N_kv = N that is j <= i). A query that sees no key gets O = 0 and L = -inf.
+// The fp32 chapters (05-08) take H_kv = H and N_kv = N only; the bf16 chapters take any.
 // Header-only and Eigen-free: kernels (.cu) and host code share it.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
@@ -15,21 +18,46 @@ namespace ladder {
 struct AttentionShape {
   int B = 1, H = 1, N = 1, d = 64;
   bool causal = false;
+  int H_kv = 0;  // KV heads; 0 means H
+  int N_kv = 0;  // keys per head; 0 means N
+
+  int hkv() const { return H_kv > 0 ? H_kv : H; }
+  int nkv() const { return N_kv > 0 ? N_kv : N; }
+  int group() const { return H / hkv(); }  // query heads per KV head
+  bool self_attention() const { return hkv() == H && nkv() == N; }
+  // The last key query i may see when causal (may be < 0: then it sees none).
+  long last_key(long i) const { return i + nkv() - N; }
 
   std::size_t heads() const { return std::size_t(B) * H; }
   std::size_t rows() const { return heads() * N; }  // elements of L
-  std::size_t elems() const { return rows() * d; }  // elements of Q, K, V, O
+  std::size_t elems() const { return rows() * d; }  // elements of Q, O
+  std::size_t kv_heads() const { return std::size_t(B) * hkv(); }
+  std::size_t kv_elems() const { return kv_heads() * nkv() * d; }  // elements of K, V
   float scale() const { return 1.0f / std::sqrt(float(d)); }
   std::string str() const {
-    return "B=" + std::to_string(B) + " H=" + std::to_string(H) + " N=" + std::to_string(N) +
+    return "B=" + std::to_string(B) + " H=" + std::to_string(H) + (hkv() != H ? " H_kv=" + std::to_string(hkv()) : "") +
+           " N=" + std::to_string(N) + (nkv() != N ? " N_kv=" + std::to_string(nkv()) : "") +
            " d=" + std::to_string(d) + (causal ? " causal" : "");
   }
 };
 
+// Which shapes a chapter's kernels take besides their head dims.
+enum class KvHeads {
+  SameAsQ,  // H_kv = H and N_kv = N (chapters 05-08)
+  Any,      // GQA/MQA and N_kv != N (chapters 10+)
+};
+
 // Throws std::invalid_argument with a message a learner can act on.
-inline void validate(const AttentionShape& s, std::initializer_list<int> supported_d) {
-  if (s.B < 1 || s.H < 1 || s.N < 1)
+template <std::size_t n>
+void validate(const AttentionShape& s, const int (&supported_d)[n], KvHeads kv = KvHeads::SameAsQ) {
+  if (s.B < 1 || s.H < 1 || s.N < 1 || s.H_kv < 0 || s.N_kv < 0)
     throw std::invalid_argument("attention shape " + s.str() + ": B, H and N must all be >= 1");
+  if (kv == KvHeads::SameAsQ && !s.self_attention())
+    throw std::invalid_argument("attention shape " + s.str() +
+                                ": this chapter's kernels take H_kv = H and N_kv = N only (GQA and "
+                                "cross-attention start in chapter 10)");
+  if (s.H % s.hkv() != 0)
+    throw std::invalid_argument("attention shape " + s.str() + ": H must be a multiple of H_kv (GQA groups)");
   std::string list;
   for (int d : supported_d) {
     if (d == s.d) return;

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "bf16.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "device_buffer.h"
@@ -36,23 +37,42 @@ void run_gpu(benchmark::State& state, const std::function<void()>& work, const W
   if (w.flops > 0) state.counters["TFLOP/s"] = w.tflops(median);
 }
 
-const float* bench_input(std::size_t n, std::uint64_t seed) {
-  static std::map<std::pair<std::size_t, std::uint64_t>, DeviceBuffer<float>> cache;
+namespace {
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed);
+template <>
+std::vector<float> random_values<float>(std::size_t n, std::uint64_t seed) {
+  return random_uniform(n, seed);
+}
+template <>
+std::vector<bf16> random_values<bf16>(std::size_t n, std::uint64_t seed) {
+  return to_bf16(random_uniform(n, seed));
+}
+}  // namespace
+
+template <class T>
+const T* bench_input(std::size_t n, std::uint64_t seed) {
+  static std::map<std::pair<std::size_t, std::uint64_t>, DeviceBuffer<T>> cache;
   auto it = cache.find({n, seed});
-  if (it == cache.end())
-    it = cache.emplace(std::make_pair(n, seed), DeviceBuffer<float>(random_uniform(n, seed))).first;
+  if (it == cache.end()) it = cache.emplace(std::make_pair(n, seed), DeviceBuffer<T>(random_values<T>(n, seed))).first;
   return it->second.data();
 }
 
-float* bench_output(std::size_t n, int slot) {
-  static std::map<std::pair<std::size_t, int>, DeviceBuffer<float>> cache;
+template <class T>
+T* bench_output(std::size_t n, int slot) {
+  static std::map<std::pair<std::size_t, int>, DeviceBuffer<T>> cache;
   auto it = cache.find({n, slot});
   if (it == cache.end()) {
-    it = cache.emplace(std::make_pair(n, slot), DeviceBuffer<float>(n)).first;
+    it = cache.emplace(std::make_pair(n, slot), DeviceBuffer<T>(n)).first;
     it->second.poison();
   }
   return it->second.data();
 }
+
+template const float* bench_input<float>(std::size_t, std::uint64_t);
+template const bf16* bench_input<bf16>(std::size_t, std::uint64_t);
+template float* bench_output<float>(std::size_t, int);
+template bf16* bench_output<bf16>(std::size_t, int);
 
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
   return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -26,10 +26,13 @@ void run_gpu(benchmark::State& state, const std::function<void()>& work, const W
 // Device data that outlives one benchmark call. Google Benchmark calls a benchmark
 // function several times while it settles the iteration count; generating and
 // uploading gigabytes each time would dominate the run. Cached until exit.
-//   bench_input(n, seed): n random floats in [-1, 1) (the same seed gives the same data)
-//   bench_output(n, slot): n floats of scratch (poisoned once), one buffer per (n, slot)
-const float* bench_input(std::size_t n, std::uint64_t seed);
-float* bench_output(std::size_t n, int slot = 0);
+//   bench_input<T>(n, seed): n random values in [-1, 1) (the same seed gives the same data),
+//                            T = float (default) or ladder::bf16 (the same values, rounded)
+//   bench_output<T>(n, slot): n elements of scratch (poisoned once), one buffer per (T, n, slot)
+template <class T = float>
+const T* bench_input(std::size_t n, std::uint64_t seed);
+template <class T = float>
+T* bench_output(std::size_t n, int slot = 0);
 
 // benchmark::RegisterBenchmark with UseManualTime and millisecond units.
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn);

@@ -11,16 +11,22 @@
 namespace ladder {
 
 namespace {
-long long parse_integer(const std::string& name, const std::string& s, long long min) {
+long long parse_integer(const std::string& name, const std::string& s, long long min, long long max) {
   std::size_t used = 0;
   long long v = 0;
+  bool out_of_range = false;
   try {
     v = std::stoll(s, &used);
+  } catch (const std::out_of_range&) {
+    out_of_range = true;
+    used = s.size();
   } catch (const std::exception&) {
     used = 0;
   }
   if (s.empty() || used != s.size()) throw std::invalid_argument(name + " expects a whole number, got '" + s + "'");
-  if (v < min) throw std::invalid_argument(name + " must be >= " + std::to_string(min) + ", got " + s);
+  if (out_of_range || v < min || v > max)
+    throw std::invalid_argument(name + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                                ", got " + s);
   return v;
 }
 
@@ -45,20 +51,21 @@ Args::Args(int argc, char** argv) {
   }
 }
 
-long long Args::integer(const std::string& name, long long fallback, long long min) {
+long long Args::integer(const std::string& name, long long fallback, long long min, long long max) {
   used_[name] = true;
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  return parse_integer(name, it->second, min);
+  return parse_integer(name, it->second, min, max);
 }
 
-std::vector<long long> Args::integers(const std::string& name, const std::vector<long long>& fallback, long long min) {
+std::vector<long long> Args::integers(const std::string& name, const std::vector<long long>& fallback, long long min,
+                                      long long max) {
   used_[name] = true;
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
   std::vector<long long> out;
   std::stringstream ss(it->second);
-  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_integer(name, item, min));
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_integer(name, item, min, max));
   if (out.empty()) throw std::invalid_argument(name + " expects a comma-separated list of whole numbers");
   return out;
 }

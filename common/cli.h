@@ -18,10 +18,13 @@ namespace ladder {
 class Args {
  public:
   Args(int argc, char** argv);
-  // --name N; N must be a whole number >= min.
-  long long integer(const std::string& name, long long fallback, long long min = 1);
-  // --name a,b,c of whole numbers >= min.
-  std::vector<long long> integers(const std::string& name, const std::vector<long long>& fallback, long long min = 1);
+  // --name N; N must be a whole number in [min, max] (parsed in 64 bits, so a value past
+  // the range is refused with the range, never truncated).
+  long long integer(const std::string& name, long long fallback, long long min = 1, long long max = kIntMax);
+  // --name a,b,c of whole numbers in [min, max].
+  std::vector<long long> integers(const std::string& name, const std::vector<long long>& fallback, long long min = 1,
+                                  long long max = kIntMax);
+  static constexpr long long kIntMax = 2147483647;  // what an int holds
   std::string text(const std::string& name, const std::string& fallback = "");
   bool flag(const std::string& name);
   // Throws if an argument was given that no one asked for.

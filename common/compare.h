@@ -32,6 +32,35 @@ inline constexpr Bound kFp32LargeLogits{1e-3, "fp32 attention with logits x100: 
 // fp16 keeps 11 significant bits (u = 2^-11 ~ 5e-4).
 inline constexpr Bound kFp16{2e-3, "fp16: unit roundoff 2^-11, a few roundings per element"};
 
+// ---- bf16 inputs on tensor cores (chapters 09+). The reference is computed in fp64 on
+// the inputs already rounded to bf16, so input rounding is not an error here: what is
+// left is what the kernel itself rounds.
+//
+// Matmul, bf16 A and B, fp32 accumulation and fp32 C: a product of two bf16 values (8
+// significant bits each) is exact in fp32, so only the K-term sum rounds. Recursive
+// summation is off by at most ~K u (Higham's gamma_K, u = 2^-24); the random-walk
+// estimate sqrt(K) u is not safe because tensor cores truncate their partial sums
+// instead of rounding them (Fasi et al., 2021), which biases the error. So the bound is
+// K * 2^-24 (2.4e-4 at K = 4096), floored at 2^-20. It grows with K, and it still sits
+// far below any real bug: one 16-wide slice of K missing at K = 4096 gives 6e-2.
+inline Bound bf16_gemm_bound(long K) {
+  const double k_u = double(K) / 16777216.0;  // K * 2^-24
+  return {k_u > 9.5367431640625e-07 ? k_u : 9.5367431640625e-07,
+          "bf16 x bf16 products exact in fp32; K-term fp32 sum (truncating tensor cores): K * 2^-24"};
+}
+// Attention forward in bf16 (chapters 10+). bf16 keeps 8 significant bits: u = 2^-9, and
+// a rounding error spread uniformly over [-u, u] has rms u / sqrt(3) ~ 1.1e-3. Two
+// roundings reach O: P_ij is rounded to bf16 to feed the P V product (the errors of the
+// N terms are independent, so O inherits the same relative rms), and O itself is stored
+// in bf16. Together ~1.6e-3; the scores, the sums and the exponentials are fp32 (~1e-6).
+// The bound leaves a factor ~3: 5e-3. Any masking, indexing or rescaling bug gives O(1).
+inline constexpr Bound kBf16Attention{5e-3, "bf16 attention: P and O rounded to bf16 (2 x 2^-9/sqrt(3)), x3 margin"};
+// Backward in bf16: dV = P^T dO with bf16 P, dQ = dS K and dK = dS^T Q with bf16 dS, and
+// the gradients stored in bf16: three roundings of ~1.1e-3 each, ~2e-3 together, plus
+// D = rowsum(dO * O) from the bf16 O of the forward (its error is ~1e-3 of D, and D is
+// small next to dP). x5 margin: 1e-2.
+inline constexpr Bound kBf16AttentionGrad{1e-2, "bf16 gradients: P, dS and the outputs rounded to bf16, x5 margin"};
+
 struct Comparison {
   std::size_t n = 0;
   std::size_t nonfinite = 0;        // NaN or Inf in the output

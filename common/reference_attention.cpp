@@ -1,6 +1,8 @@
 #include "reference_attention.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace ladder {
@@ -10,28 +12,50 @@ using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMaj
 template <class T>
 using MapT = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
-// One head's [N, d] block of a [B, H, N, d] tensor, as fp64.
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One head's [rows, d] block of a [B, heads, rows, d] tensor, as fp64.
 template <class T>
-MatD head_block(const T* X, const AttentionShape& s, long head) {
-  return MapT<T>(X + head * long(s.N) * s.d, s.N, s.d).template cast<double>();
+MatD block(const T* X, long head, int rows, int d) {
+  return MapT<T>(X + head * long(rows) * d, rows, d).template cast<double>();
+}
+// Query head `head` (b * H + h) and the KV head it reads (b * H_kv + h / g).
+template <class T>
+MatD q_block(const T* X, const AttentionShape& s, long head) {
+  return block(X, head, s.N, s.d);
+}
+long kv_head(const AttentionShape& s, long head) { return head / s.H * s.hkv() + head % s.H / s.group(); }
+template <class T>
+MatD kv_block(const T* X, const AttentionShape& s, long head) {
+  return block(X, kv_head(s, head), s.nkv(), s.d);
 }
 
 template <class T>
 MatD scores(const AttentionShape& s, const T* Q, const T* K, long head) {
-  MatD S = (1.0 / std::sqrt(double(s.d))) * head_block(Q, s, head) * head_block(K, s, head).transpose();
+  MatD S = (1.0 / std::sqrt(double(s.d))) * q_block(Q, s, head) * kv_block(K, s, head).transpose();
   if (s.causal)
     for (int i = 0; i < s.N; ++i)
-      for (int j = i + 1; j < s.N; ++j) S(i, j) = -std::numeric_limits<double>::infinity();
+      for (long j = std::max(0L, s.last_key(i) + 1); j < s.nkv(); ++j) S(i, j) = -kInf;
   return S;
 }
 
-// P = softmax_rows(S); returns the row logsumexp L through `L`.
+// P = softmax_rows(S); returns the row logsumexp L through `L`. A row with every key
+// masked (possible when N > N_kv and causal) has no softmax: P = 0, L = -inf.
 MatD softmax_rows(const MatD& S, Eigen::VectorXd& L) {
   const Eigen::VectorXd m = S.rowwise().maxCoeff();
-  MatD P = (S.colwise() - m).array().exp();  // exp(-inf) = 0 for masked entries
-  const Eigen::VectorXd l = P.rowwise().sum();
-  P.array().colwise() /= l.array();
-  L = m.array() + l.array().log();
+  MatD P(S.rows(), S.cols());
+  L.resize(S.rows());
+  for (Eigen::Index i = 0; i < S.rows(); ++i) {
+    if (m(i) == -kInf) {
+      P.row(i).setZero();
+      L(i) = -kInf;
+      continue;
+    }
+    P.row(i) = (S.row(i).array() - m(i)).exp().matrix();  // exp(-inf) = 0 for masked entries
+    const double l = P.row(i).sum();
+    P.row(i) /= l;
+    L(i) = m(i) + std::log(l);
+  }
   return P;
 }
 
@@ -46,7 +70,7 @@ AttentionForward forward(const AttentionShape& s, const T* Q, const T* K, const 
   for (long head = 0; head < long(s.heads()); ++head) {
     Eigen::VectorXd L;
     const MatD P = softmax_rows(scores(s, Q, K, head), L);
-    put(r.O, P * head_block(V, s, head), head);
+    put(r.O, P * kv_block(V, s, head), head);
     std::copy(L.data(), L.data() + L.size(), r.L.begin() + head * s.N);
   }
   return r;
@@ -54,20 +78,29 @@ AttentionForward forward(const AttentionShape& s, const T* Q, const T* K, const 
 
 template <class T>
 AttentionGrads backward(const AttentionShape& s, const T* Q, const T* K, const T* V, const T* dO) {
-  AttentionGrads g{std::vector<double>(s.elems()), std::vector<double>(s.elems()), std::vector<double>(s.elems())};
+  AttentionGrads g{std::vector<double>(s.elems()), std::vector<double>(s.kv_elems()),
+                   std::vector<double>(s.kv_elems())};
   const double scale = 1.0 / std::sqrt(double(s.d));
+  // One KV head per iteration: its dK, dV sum over the g query heads that read it.
 #pragma omp parallel for schedule(dynamic)
-  for (long head = 0; head < long(s.heads()); ++head) {
-    Eigen::VectorXd L;
-    const MatD P = softmax_rows(scores(s, Q, K, head), L);
-    const MatD v = head_block(V, s, head), dout = head_block(dO, s, head);
-    const MatD O = P * v;
-    const MatD dP = dout * v.transpose();
-    const Eigen::VectorXd D = (dout.array() * O.array()).rowwise().sum();
-    const MatD dS = P.array() * (dP.colwise() - D).array();
-    put(g.dV, P.transpose() * dout, head);
-    put(g.dQ, scale * dS * head_block(K, s, head), head);
-    put(g.dK, scale * dS.transpose() * head_block(Q, s, head), head);
+  for (long kv = 0; kv < long(s.kv_heads()); ++kv) {
+    const long b = kv / s.hkv(), first = b * s.H + kv % s.hkv() * s.group();
+    const MatD k = block(K, kv, s.nkv(), s.d), v = block(V, kv, s.nkv(), s.d);
+    MatD dK = MatD::Zero(s.nkv(), s.d), dV = MatD::Zero(s.nkv(), s.d);
+    for (long head = first; head < first + s.group(); ++head) {
+      Eigen::VectorXd L;
+      const MatD P = softmax_rows(scores(s, Q, K, head), L);
+      const MatD dout = q_block(dO, s, head);
+      const MatD O = P * v;
+      const MatD dP = dout * v.transpose();
+      const Eigen::VectorXd D = (dout.array() * O.array()).rowwise().sum();
+      const MatD dS = P.array() * (dP.colwise() - D).array();
+      dV += P.transpose() * dout;
+      dK += scale * dS.transpose() * q_block(Q, s, head);
+      put(g.dQ, scale * dS * k, head);
+    }
+    put(g.dK, dK, kv);
+    put(g.dV, dV, kv);
   }
   return g;
 }

@@ -1,4 +1,6 @@
-// fp64 references for attention (Eigen), forward and analytic backward.
+// fp64 references for attention (Eigen), forward and analytic backward, for every
+// shape AttentionShape describes (GQA: dK, dV sum over the query heads of a group;
+// N_kv != N: causal aligned at the bottom right; a row with no key: O = 0, L = -inf).
 //   S = scale Q K^T (causal: S_ij = -inf for j > i), P = softmax_rows(S), O = P V,
 //   L_i = m_i + log(l_i) = log sum_j exp(S_ij)        (the row logsumexp)
 //   backward, given dO:  dV = P^T dO,  dP = dO V^T,  D_i = rowsum(dO_i * O_i),

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "attention_shape.h"
+#include "bf16.h"
 #include "cli.h"
 #include "gtest_helpers.h"
 #include "npy.h"
@@ -110,6 +111,89 @@ TEST(CpuReference, AttentionMatchesTheDefinitionAndLIsLogsumexp) {
   }
 }
 
+// GQA: the reference must equal plain multi-head attention on K, V with each KV head
+// repeated for its g query heads; dK, dV are the sums over those repeats.
+TEST(CpuReference, GqaEqualsRepeatedKvHeads) {
+  for (bool causal : {false, true}) {
+    const ladder::AttentionShape gqa{2, 4, 6, 3, causal, /*H_kv=*/2};
+    ladder::AttentionShape mha = gqa;
+    mha.H_kv = 0;
+    const auto Q = ladder::random_uniform(gqa.elems(), 1), dO = ladder::random_uniform(gqa.elems(), 2);
+    const auto K = ladder::random_uniform(gqa.kv_elems(), 3), V = ladder::random_uniform(gqa.kv_elems(), 4);
+    std::vector<float> K_rep(mha.kv_elems()), V_rep(mha.kv_elems());
+    const std::size_t head = std::size_t(gqa.N) * gqa.d;
+    for (int b = 0; b < gqa.B; ++b)
+      for (int h = 0; h < gqa.H; ++h) {
+        const std::size_t src = (std::size_t(b) * gqa.H_kv + h / gqa.group()) * head, dst = (b * gqa.H + h) * head;
+        std::copy_n(K.begin() + src, head, K_rep.begin() + dst);
+        std::copy_n(V.begin() + src, head, V_rep.begin() + dst);
+      }
+    const auto f1 = ladder::attention_forward_reference(gqa, Q.data(), K.data(), V.data());
+    const auto f2 = ladder::attention_forward_reference(mha, Q.data(), K_rep.data(), V_rep.data());
+    for (std::size_t e = 0; e < f1.O.size(); ++e) ASSERT_NEAR(f1.O[e], f2.O[e], 1e-12);
+    const auto g1 = ladder::attention_backward_reference(gqa, Q.data(), K.data(), V.data(), dO.data());
+    const auto g2 = ladder::attention_backward_reference(mha, Q.data(), K_rep.data(), V_rep.data(), dO.data());
+    for (std::size_t e = 0; e < g1.dQ.size(); ++e) ASSERT_NEAR(g1.dQ[e], g2.dQ[e], 1e-12);
+    for (int b = 0; b < gqa.B; ++b)
+      for (int kv = 0; kv < gqa.H_kv; ++kv)
+        for (std::size_t e = 0; e < head; ++e) {
+          double dK = 0, dV = 0;
+          for (int h = kv * gqa.group(); h < (kv + 1) * gqa.group(); ++h) {
+            dK += g2.dK[(b * gqa.H + h) * head + e];
+            dV += g2.dV[(b * gqa.H + h) * head + e];
+          }
+          ASSERT_NEAR(g1.dK[(std::size_t(b) * gqa.H_kv + kv) * head + e], dK, 1e-12);
+          ASSERT_NEAR(g1.dV[(std::size_t(b) * gqa.H_kv + kv) * head + e], dV, 1e-12);
+        }
+  }
+}
+
+// N != N_kv, causal: query i sees keys j <= i + N_kv - N (bottom right); a query that
+// sees none gets O = 0 and L = -inf.
+TEST(CpuReference, CausalIsAlignedAtTheBottomRight) {
+  for (auto [N, N_kv] : {std::pair{3, 5}, std::pair{5, 3}}) {
+    const ladder::AttentionShape s{1, 1, N, 2, true, 0, N_kv};
+    const auto Q = ladder::random_uniform(s.elems(), 5), K = ladder::random_uniform(s.kv_elems(), 6),
+               V = ladder::random_uniform(s.kv_elems(), 7);
+    const auto ref = ladder::attention_forward_reference(s, Q.data(), K.data(), V.data());
+    for (int i = 0; i < N; ++i) {
+      double sum = 0, o[2] = {0, 0};
+      for (int j = 0; j < N_kv && j <= i + N_kv - N; ++j) {
+        const double e = std::exp((double(Q[2 * i]) * K[2 * j] + double(Q[2 * i + 1]) * K[2 * j + 1]) / std::sqrt(2.0));
+        sum += e;
+        o[0] += e * V[2 * j];
+        o[1] += e * V[2 * j + 1];
+      }
+      if (sum == 0) {
+        EXPECT_EQ(ref.L[i], -std::numeric_limits<double>::infinity()) << "N=" << N << " N_kv=" << N_kv << " i=" << i;
+        EXPECT_EQ(ref.O[2 * i], 0.0);
+        continue;
+      }
+      EXPECT_NEAR(ref.L[i], std::log(sum), 1e-12);
+      EXPECT_NEAR(ref.O[2 * i], o[0] / sum, 1e-12);
+      EXPECT_NEAR(ref.O[2 * i + 1], o[1] / sum, 1e-12);
+    }
+  }
+}
+
+TEST(CpuBf16, RoundsToNearestEvenLikeTheDevice) {
+  EXPECT_EQ(ladder::round_to_bf16(1.0f), 1.0f);
+  // Near 1, bf16 values are 2^-7 apart (7 stored significand bits).
+  EXPECT_EQ(ladder::round_to_bf16(1.0f + 1.0f / 256), 1.0f);               // a tie: to the even neighbour, 1
+  EXPECT_EQ(ladder::round_to_bf16(1.0f + 3.0f / 256), 1.0f + 4.0f / 256);  // a tie: to the even neighbour, up
+  EXPECT_EQ(ladder::round_to_bf16(1.0f + 1.1f / 256), 1.0f + 2.0f / 256);  // past the tie: up
+  EXPECT_EQ(ladder::round_to_bf16(-3.0f), -3.0f);
+  EXPECT_TRUE(std::isnan(ladder::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+  const std::vector<float> x{0.1f, -2.5f, 1e-3f};
+  EXPECT_EQ(ladder::from_bf16(ladder::to_bf16(x)), ladder::round_to_bf16(x));
+}
+
+TEST(CpuBf16, GemmBoundGrowsWithK) {
+  EXPECT_LT(ladder::bf16_gemm_bound(64).rel_l2, ladder::bf16_gemm_bound(4096).rel_l2);
+  EXPECT_NEAR(ladder::bf16_gemm_bound(4096).rel_l2, 4096.0 / 16777216.0, 1e-15);
+  EXPECT_GT(ladder::bf16_gemm_bound(1).rel_l2, 0.0);
+}
+
 TEST(CpuShape, UnsupportedHeadDimNamesTheSupportedOnes) {
   try {
     ladder::validate({1, 1, 8, 96, false}, {32, 64, 128});
@@ -120,6 +204,11 @@ TEST(CpuShape, UnsupportedHeadDimNamesTheSupportedOnes) {
   }
   EXPECT_THROW(ladder::validate({1, 1, 0, 64, false}, {64}), std::invalid_argument);
   EXPECT_NO_THROW(ladder::validate({2, 3, 1, 64, true}, {64}));
+  // GQA and N_kv != N: only where the chapter says it takes them.
+  const ladder::AttentionShape gqa{1, 8, 16, 64, false, 2, 32};
+  EXPECT_THROW(ladder::validate(gqa, {64}), std::invalid_argument);
+  EXPECT_NO_THROW(ladder::validate(gqa, {64}, ladder::KvHeads::Any));
+  EXPECT_THROW(ladder::validate({1, 8, 16, 64, false, 3}, {64}, ladder::KvHeads::Any), std::invalid_argument);
 }
 
 int run(std::vector<std::string> argv_strings, long long* n = nullptr) {
@@ -151,6 +240,9 @@ TEST(CpuCli, BadInputIsAClearErrorWithExitCode2) {
   EXPECT_EQ(run({"prog", "--bogus"}), 2);
   EXPECT_EQ(run({"prog", "stray"}), 2);
   EXPECT_EQ(run({"prog", "--help"}), 0);
+  // Past what an int holds: refused with the range, never truncated.
+  EXPECT_EQ(run({"prog", "--n", "3000000000"}), 2);
+  EXPECT_EQ(run({"prog", "--n", "99999999999999999999999"}), 2);
 }
 
 TEST(CpuNpy, HeaderIsAlignedAndDataFollows) {

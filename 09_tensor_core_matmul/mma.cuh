@@ -1,0 +1,101 @@
+// The tensor-core primitives of the ladder, one thin wrapper per PTX instruction,
+// named after it. Chapter 09 introduces them; chapters 10+ include this file.
+// Device code only (.cu files). sm_80 and later (mma.sync, ldmatrix, cp.async).
+//
+// Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), for a lane
+// with group g = lane / 4 and thread-in-group t = lane % 4:
+//   A (16 x 16, row-major), 4 registers of 2 bf16:  a0 = A[g][2t..2t+1]      a1 = A[g+8][2t..2t+1]
+//                                                   a2 = A[g][2t+8..2t+9]    a3 = A[g+8][2t+8..2t+9]
+//   B (16 x 8, "col": stored as B^T, 8 x 16),       b0 = B[2t..2t+1][g]      b1 = B[2t+8..2t+9][g]
+//   C (16 x 8, fp32), 4 registers:                  c0, c1 = C[g][2t..2t+1]  c2, c3 = C[g+8][2t..2t+1]
+// tc_layout.h (host) computes the same tables for the CPU printer and its tests.
+#pragma once
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace tc {
+
+// A generic pointer into shared memory as the 32-bit address the PTX instructions take.
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// ---- mma.sync ------------------------------------------------------------------------
+// D = A B + D: 16 x 8 x 16, bf16 inputs, fp32 accumulators, one warp.
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const std::uint32_t (&a)[4],
+                                                  const std::uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+// ---- ldmatrix --------------------------------------------------------------------------
+// Each of the 8 (x1), 16 (x2) or 32 (x4) first lanes gives the address of one 16-byte
+// row of an 8 x 8 b16 matrix (lanes 8m..8m+7: the rows of matrix m); every lane gets
+// register m = the two elements of row lane / 4, columns 2 (lane % 4) .. +1 of matrix m:
+// exactly the mma fragment layout above. .trans delivers the transpose of each matrix.
+__device__ __forceinline__ void ldmatrix_x1(std::uint32_t& r, std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2_trans(std::uint32_t (&r)[2], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+// ---- cp.async --------------------------------------------------------------------------
+// 16 bytes global -> shared without passing through registers; .cg skips L1. With
+// valid == false the source is not read and the 16 bytes are zero-filled (src-size 0):
+// that is how tiles past the end of a matrix are padded. src must stay a valid address.
+__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid = true) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+// Closes the group of copies this thread issued since the last commit.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+// Only this thread's copies: a __syncthreads() after it makes everyone's visible.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// ---- conversions and special functions -------------------------------------------------
+// Two fp32 values -> one register of two bf16 (lo in the low half), round to nearest.
+__device__ __forceinline__ std::uint32_t pack_bf16x2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const std::uint32_t*>(&v);
+}
+// 2^x on the special-function unit (MUFU.EX2): exp(x) = 2^(x log2 e), so a kernel folds
+// log2 e into its scale once and pays one multiply-add per exponential.
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// ---- swizzled shared memory ------------------------------------------------------------
+// A tile whose rows are 64 bf16 (128 bytes, 8 chunks of 16 bytes) or wider. Stored
+// plainly, the 8 rows one ldmatrix reads all start in bank 0: an 8-way conflict. XOR-ing
+// the 16-byte chunk index with the row (mod 8) puts those 8 chunks in 8 different bank
+// groups, and it is the same pattern TMA and wgmma call the 128-byte swizzle.
+// Returns the element offset of (row, col) in a tile of `row_elems` bf16 per row.
+__host__ __device__ constexpr int swizzle_128b(int row, int col, int row_elems) {
+  return row * row_elems + (((col / 8) ^ (row % 8)) * 8) + col % 8;
+}
+
+}  // namespace tc
