@@ -20,8 +20,19 @@ struct Tiles {
   int M, B_r, B_c, T_r, T_c;
   std::size_t smem_bytes;  // what the kernel actually asks for (padding included)
 };
-// smem_per_block: the device's limit (ladder::device().smem_per_block_optin).
+// smem_per_block: the device's limit (ladder::device().smem_per_block_optin). Defined in
+// tile_model.cpp; the tiles are shrunk until the kernel's padded tiles fit.
 Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block);
+
+// The kernel pads its tiles to whole micro-tiles (common/attention_tiles.cuh): B_r to a
+// multiple of kRowAlign rows, B_c to a multiple of 4 keys; every row is d + 4 floats.
+// Each of its 256 threads then walks over as many micro-tiles as the tiles hold.
+inline constexpr int kRowAlign = 8;
+// Q_i, K_j, V_j, O_i, the S_ij / P~_ij tile and two floats per row (l_i, m_i factors).
+constexpr std::size_t smem_bytes(int d, int B_r, int B_c) {
+  const std::size_t R = (B_r + kRowAlign - 1) / kRowAlign * kRowAlign, C = (B_c + 3) / 4 * 4;
+  return 4 * ((2 * R + 2 * C) * (d + 4) + R * (C + 4) + 2 * R);
+}
 
 // O = softmax(scale Q K^T) V, with the row statistics l and m ([B, H, N]) the
 // algorithm keeps in HBM. Device pointers. Throws std::invalid_argument for an

@@ -18,11 +18,11 @@ using ladder::AttentionShape;
 TEST(CpuFa1, TilesFollowTheFormulaAndFit) {
   for (int d : {32, 64, 128})
     for (int N : {1, 17, 4093}) {
-      const fa1::Tiles t = fa1::tiles({1, 1, N, d, false}, 232448);
-      EXPECT_EQ(t.M, 232448 / 4 * 4 / 5);
+      const fa1::Tiles t = fa1::tiles({1, 1, N, d, false}, ladder::kH200SmemPerBlock);
+      EXPECT_EQ(t.M, ladder::kH200SmemPerBlock / 4 * 4 / 5);
       EXPECT_LE(t.B_c, (t.M + 4 * d - 1) / (4 * d));  // ceil(M / 4d), less any shrink to fit the padding
       EXPECT_EQ(t.B_r, std::min(t.B_c, d));
-      EXPECT_LE(t.smem_bytes, 232448u);
+      EXPECT_LE(t.smem_bytes, ladder::kH200SmemPerBlock);
       EXPECT_GE(t.T_r * t.B_r, N);
       EXPECT_LT((t.T_r - 1) * t.B_r, N);
       EXPECT_GE(t.T_c * t.B_c, N);
@@ -66,7 +66,7 @@ TEST(CpuFa1TileModel, TrafficMatchesTheClosedForms) {
   for (int N : {1, 100, 1000, 4093})
     for (int d : {32, 64, 128}) {
       const AttentionShape s{2, 3, N, d, false};
-      const fa1::Tiles t = fa1::tiles(s, 232448);
+      const fa1::Tiles t = fa1::tiles(s, ladder::kH200SmemPerBlock);
       const auto io = fa1::tile_model(s, t, nullptr, nullptr, nullptr).traffic;
       const double tensor = 4.0 * s.elems();  // bytes of Q, K, V or O
       EXPECT_EQ(io.K_read, tensor);
@@ -81,8 +81,8 @@ TEST(CpuFa1TileModel, TrafficMatchesTheClosedForms) {
 
 TEST(CpuFa1TileModel, CausalSkipsAboutHalfTheQueryTiles) {
   const AttentionShape dense{1, 1, 8192, 64, false}, causal{1, 1, 8192, 64, true};
-  const auto full = fa1::tile_model(dense, fa1::tiles(dense, 232448), nullptr, nullptr, nullptr).traffic;
-  const auto half = fa1::tile_model(causal, fa1::tiles(causal, 232448), nullptr, nullptr, nullptr).traffic;
+  const auto full = fa1::tile_model(dense, fa1::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto half = fa1::tile_model(causal, fa1::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
   EXPECT_NEAR(half.Q_read / full.Q_read, 0.5, 0.02);
   EXPECT_EQ(half.K_read, full.K_read);
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace fa1 {
 
@@ -21,6 +23,20 @@ Mat rows_of(const float* X, const ladder::AttentionShape& s, long head, int row0
 }
 double exp_shifted(double x, double m) { return m == -kInf ? 0.0 : std::exp(x - m); }
 }  // namespace
+
+Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block) {
+  ladder::validate(s, kSupportedD);
+  Tiles t{};
+  t.M = static_cast<int>(smem_per_block / sizeof(float) * 4 / 5);
+  t.B_c = (t.M + 4 * s.d - 1) / (4 * s.d);
+  t.B_r = std::min(t.B_c, s.d);
+  // The kernel's tiles are padded (bank spreading, whole micro-tiles): shrink until they fit.
+  while (t.B_c > 4 && smem_bytes(s.d, t.B_r, t.B_c) > smem_per_block) t.B_r = std::min(t.B_r, --t.B_c);
+  t.T_r = (s.N + t.B_r - 1) / t.B_r;
+  t.T_c = (s.N + t.B_c - 1) / t.B_c;
+  t.smem_bytes = smem_bytes(s.d, t.B_r, t.B_c);  // the launcher refuses it if even these do not fit
+  return t;
+}
 
 TileModel tile_model(const ladder::AttentionShape& s, const Tiles& t, const float* Q, const float* K, const float* V) {
   const bool compute = Q != nullptr;

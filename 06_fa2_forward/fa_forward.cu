@@ -1,51 +1,29 @@
-// FlashAttention-2 forward (Dao, 2023), fp32 on CUDA cores.
-// Outer loop over Q_i (one thread block per row tile and head: the grid runs it),
-// inner loop streams K_j, V_j. O_i, l_i, m_i stay on chip for the whole inner loop:
-// O_i in registers, unnormalised, rescaled by one factor alpha per step and
-// divided by l_i once at the end; L = m + log(l) is all that goes back to HBM.
+// FlashAttention-2 forward (Dao, 2023), fp32 on CUDA cores. Outer loop over Q_i (the
+// grid runs it: one thread block per row tile and head), inner loop over K_j, V_j.
+// O_i, l_i, m_i stay on chip, O_i unnormalised: rescaled by alpha, divided once at the end.
 #include <stdexcept>
+#include <string>
 
 #include "attention_tiles.cuh"
 #include "cuda_check.h"
+#include "device.h"
 #include "fa_forward.h"
+#include "launch.h"
 
 namespace fa2 {
 
 namespace {
 
 using namespace fa_tiles;
-
-// Tile sizes per head dim, chosen (not derived): each of the 256 threads owns exactly
-// one S and one O micro-tile, and kBlocks blocks share an SM.
-template <int d>
-struct Config;
-template <>
-struct Config<32> {
-  static constexpr int B_r = 128, B_c = 32, kBlocks = 2;
-};
-template <>
-struct Config<64> {
-  static constexpr int B_r = 128, B_c = 64, kBlocks = 2;
-};
-template <>
-struct Config<128> {
-  static constexpr int B_r = 128, B_c = 64, kBlocks = 1;
-};
-
-// Q_i, K_j, V_j, the S_ij / P~_ij tile and one float per row.
-template <int d>
-constexpr int smem_bytes() {
-  constexpr int R = Config<d>::B_r, C = Config<d>::B_c;
-  return 4 * ((R + 2 * C) * (d + kPad) + R * (C + kPad) + R);
-}
+constexpr int kThreads = 256;
+constexpr const char* kWho = "fa2::forward";
 
 template <int d>
 __global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
-    fa2_forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int N, float scale,
-                       bool causal) {
-  constexpr int B_r = Config<d>::B_r, B_c = Config<d>::B_c;
-  constexpr int R = B_r, C = B_c;  // tile extents: already multiples of the micro-tiles
-  constexpr int TM = Micro<d>::TM, TN = Micro<d>::TN, G = Micro<d>::G;
+    forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int N, float scale,
+                   bool causal) {
+  constexpr int B_r = Config<d>::B_r, B_c = Config<d>::B_c, R = B_r, C = B_c;  // multiples of the micro-tiles
+  constexpr int TM = ForwardMicro<d>::TM, TN = ForwardMicro<d>::TN, G = ForwardMicro<d>::G;
   constexpr int RS = R / TM, CS = C / TN, XS = d / 4 / G;
   static_assert(RS * CS == kThreads && RS * XS == kThreads, "one S and one O micro-tile per thread");
 
@@ -66,122 +44,92 @@ __global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
 
   // O_i, l_i, m_i live on chip: this thread's O micro-tile, and the statistics of
   // the rows whose softmax it helps with (4 lanes per row, R / 64 rows each).
-  float4 O_i[TM][G] = {};
+  const Micro<TM, 4 * G> o_tile = micro<TM, 4 * G>(t, RS, XS);
+  float O_i[TM][4 * G] = {};
   float m_i[R / 64], l_i[R / 64];
   for (int u = 0; u < R / 64; ++u) m_i[u] = -INFINITY, l_i[u] = 0.0f;
 
-  for (int i = blockIdx.x; i < blockIdx.x + 1; ++i) {  // outer loop: Q_i, one row tile per block
+  {
+    const int i = blockIdx.x;  // outer loop: Q_i, one row tile per block (the grid runs it)
     const int i0 = i * B_r, q_valid = min(B_r, N - i0);
-    load_rows<d>(Q_i, Q_h, i0, R, q_valid);  // read once
+    load_rows<d, kThreads>(Q_i, Q_h, i0, R, q_valid);  // read once
 
     // Causal: key tiles that start after this row tile's last query are skipped.
     const int T_c = ceil_div(causal ? min(i0 + B_r, N) : N, B_c);
     for (int j = 0; j < T_c; ++j) {  // inner loop: K_j, V_j streamed
       const int j0 = j * B_c, kv_valid = min(B_c, N - j0);
-      load_rows<d>(K_j, K_h, j0, C, kv_valid);
-      load_rows<d>(V_j, V_h, j0, C, kv_valid);
+      load_rows<d, kThreads>(K_j, K_h, j0, C, kv_valid);
+      load_rows<d, kThreads>(V_j, V_h, j0, C, kv_valid);
       __syncthreads();
 
-      // S_ij = scale Q_i K_j^T (masked), one TM x TN micro-tile per thread.
+      // S_ij = scale Q_i K_j^T (masked), TM x TN micro-tiles.
       for (int x = t; x < RS * CS; x += kThreads)
-        scores<d, TM, TN>(S, C + kPad, Q_i, K_j, x / CS, RS, x % CS, CS, i0, j0, kv_valid, scale, causal);
+        scores<d>(S, C + kPad, Q_i, K_j, micro<TM, TN>(x, RS, CS), Mask{i0, j0, N, causal}, scale);
       __syncthreads();
 
       // Online softmax, straight against the running statistics:
       //   m_new = max(m_i, rowmax(S_ij)), P~ = exp(S_ij - m_new)
       //   alpha = exp(m_i - m_new),       l_i = alpha l_i + rowsum(P~)
       // Row r belongs to lanes 4r..4r+3, each taking every 4th column.
-      for (int r0 = 0; r0 < R; r0 += kThreads / 4) {
-        const int r = r0 + t / 4, q = t % 4, u = r0 / (kThreads / 4);
+      for (int u = 0; u < R / (kThreads / 4); ++u) {
+        const int r = u * (kThreads / 4) + t / 4, lane = t % 4;
         float* S_r = S + r * (C + kPad);
-        float m_tile = -INFINITY;
-        for (int c = q; c < C; c += 4) m_tile = fmaxf(m_tile, S_r[c]);
-        const float m_new = fmaxf(m_i[u], max4(m_tile));
-        float l_tile = 0.0f;
-        for (int c = q; c < C; c += 4) {
+        float m_tilde = -INFINITY;
+        for (int c = lane; c < C; c += 4) m_tilde = fmaxf(m_tilde, S_r[c]);
+        const float m_new = fmaxf(m_i[u], max4(m_tilde));
+        float l_tilde = 0.0f;
+        for (int c = lane; c < C; c += 4) {
           const float p = exp_shifted(S_r[c], m_new);
           S_r[c] = p;
-          l_tile += p;
+          l_tilde += p;
         }
         const float alpha = exp_shifted(m_i[u], m_new);
-        l_i[u] = alpha * l_i[u] + sum4(l_tile);
+        l_i[u] = alpha * l_i[u] + sum4(l_tilde);
         m_i[u] = m_new;
-        if (q == 0) row[r] = alpha;
+        if (lane == 0) row[r] = alpha;
       }
       __syncthreads();
 
       // O_i = diag(alpha) O_i + P~_ij V_j: one rescale, no division, no trip to HBM.
-      for (int x = t; x < RS * XS; x += kThreads) {
-        const int rs = x / XS, xs = x % XS;
-        for (int a = 0; a < TM; ++a) {
-          const float f = row[rs + a * RS];
-          for (int g = 0; g < G; ++g)
-            O_i[a][g] = make_float4(f * O_i[a][g].x, f * O_i[a][g].y, f * O_i[a][g].z, f * O_i[a][g].w);
-        }
-        pv<d, TM, G>(O_i, S, C + kPad, V_j, C, rs, RS, xs, XS);
-      }
+      for (int a = 0; a < TM; ++a)
+        for (int b = 0; b < 4 * G; ++b) O_i[a][b] *= row[o_tile.row(a)];
+      acc_A_B<1>(O_i, S, C + kPad, V_j, d + kPad, o_tile, C);
       __syncthreads();  // K_j, V_j, S and row[] are overwritten next step
     }
 
     // After the loop, once: O_i = diag(l_i)^-1 O_i, and L_i = m_i + log(l_i) for the backward pass.
-    for (int r0 = 0; r0 < R; r0 += kThreads / 4) {
-      const int r = r0 + t / 4, q = t % 4, u = r0 / (kThreads / 4);
-      if (q == 0) row[r] = 1.0f / l_i[u];
-      if (q == 0 && r < q_valid) L_h[i0 + r] = m_i[u] + logf(l_i[u]);
+    for (int u = 0; u < R / (kThreads / 4); ++u) {
+      const int r = u * (kThreads / 4) + t / 4, lane = t % 4;
+      if (lane == 0) row[r] = 1.0f / l_i[u];
+      if (lane == 0 && r < q_valid) L_h[i0 + r] = m_i[u] + logf(l_i[u]);
     }
     __syncthreads();
-    for (int x = t; x < RS * XS; x += kThreads) {
-      const int rs = x / XS, xs = x % XS;
-      for (int a = 0; a < TM; ++a) {
-        const int r = rs + a * RS;
-        if (r >= q_valid) continue;
-        const float f = row[r];
-        for (int g = 0; g < G; ++g)
-          reinterpret_cast<float4*>(O_h + std::size_t(i0 + r) * d)[xs + g * XS] =
-              make_float4(f * O_i[a][g].x, f * O_i[a][g].y, f * O_i[a][g].z, f * O_i[a][g].w);
-      }
-    }
+    store_rows<d>(O_h, i0, q_valid, O_i, o_tile, [&](int r, int, float o) { return row[r] * o; });
   }
 }
 
 template <int d>
-void launch(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, float* O, float* L,
-            cudaStream_t stream) {
-  static const bool configured = [] {  // above 48 KB of shared memory a kernel must opt in
-    CUDA_CHECK(
-        cudaFuncSetAttribute(fa2_forward_kernel<d>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<d>()));
-    return true;
-  }();
-  (void)configured;
-  const dim3 grid(ceil_div(s.N, Config<d>::B_r), static_cast<unsigned>(s.heads()));
-  fa2_forward_kernel<d><<<grid, kThreads, smem_bytes<d>(), stream>>>(Q, K, V, O, L, s.N, s.scale(), s.causal);
+void launch(const ladder::AttentionShape& s, const Tiles& tl, const float* Q, const float* K, const float* V, float* O,
+            float* L, cudaStream_t stream) {
+  ladder::allow_dynamic_smem(forward_kernel<d>, tl.smem_bytes, kWho);
+  ladder::check_grid(kWho, tl.T_r, s.heads());
+  const dim3 grid(static_cast<unsigned>(tl.T_r), static_cast<unsigned>(s.heads()));
+  forward_kernel<d><<<grid, kThreads, tl.smem_bytes, stream>>>(Q, K, V, O, L, s.N, s.scale(), s.causal);
   CUDA_CHECK_LAUNCH();
-}
-
-template <int d>
-Tiles tiles_for(int N) {
-  return {Config<d>::B_r, Config<d>::B_c, ceil_div(N, Config<d>::B_r), ceil_div(N, Config<d>::B_c)};
 }
 
 }  // namespace
 
-Tiles tiles(const ladder::AttentionShape& s) {
-  ladder::validate(s, {32, 64, 128});
-  switch (s.d) {
-    case 32: return tiles_for<32>(s.N);
-    case 64: return tiles_for<64>(s.N);
-    default: return tiles_for<128>(s.N);
-  }
-}
-
 void forward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, float* O, float* L,
              cudaStream_t stream) {
-  ladder::validate(s, {32, 64, 128});
-  if (s.heads() > 65535) throw std::invalid_argument("fa2::forward: B*H must be <= 65535 (grid.y)");
+  const Tiles tl = tiles(s, ladder::device().smem_per_block_optin);
+  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}}, 16);
+  ladder::check_pointers(kWho, {{"L", L}}, 4);
   switch (s.d) {
-    case 32: return launch<32>(s, Q, K, V, O, L, stream);
-    case 64: return launch<64>(s, Q, K, V, O, L, stream);
-    default: return launch<128>(s, Q, K, V, O, L, stream);
+    case 32: return launch<32>(s, tl, Q, K, V, O, L, stream);
+    case 64: return launch<64>(s, tl, Q, K, V, O, L, stream);
+    case 128: return launch<128>(s, tl, Q, K, V, O, L, stream);
+    default: throw std::logic_error(std::string(kWho) + ": no kernel for d=" + std::to_string(s.d));
   }
 }
 

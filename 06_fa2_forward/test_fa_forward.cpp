@@ -17,7 +17,7 @@ using ladder::AttentionShape;
 TEST(CpuFa2, TilesCoverTheSequence) {
   for (int d : {32, 64, 128})
     for (int N : {1, 17, 4093}) {
-      const fa2::Tiles t = fa2::tiles({1, 1, N, d, false});
+      const fa2::Tiles t = fa2::tiles({1, 1, N, d, false}, ladder::kH200SmemPerBlock);
       EXPECT_GE(t.T_r * t.B_r, N);
       EXPECT_LT((t.T_r - 1) * t.B_r, N);
       EXPECT_GE(t.T_c * t.B_c, N);
@@ -43,7 +43,7 @@ TEST_P(CpuFa2TileModel, MatchesTheReference) {
   const auto [N, d, causal] = GetParam();
   const AttentionShape s{2, 1, N, d, causal};
   const ladder::AttentionInputs x = ladder::random_attention_inputs(s, seed);
-  const auto model = fa2::tile_model(s, fa2::tiles(s), x.Q.data(), x.K.data(), x.V.data());
+  const auto model = fa2::tile_model(s, fa2::tiles(s, ladder::kH200SmemPerBlock), x.Q.data(), x.K.data(), x.V.data());
   const auto ref = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data());
   for (std::size_t e = 0; e < ref.O.size(); ++e) ASSERT_NEAR(model.O[e], ref.O[e], 1e-12) << e;
   for (std::size_t r = 0; r < ref.L.size(); ++r) ASSERT_NEAR(model.L[r], ref.L[r], 1e-12) << r;
@@ -58,7 +58,7 @@ TEST(CpuFa2TileModel, TrafficMatchesTheClosedForms) {
   for (int N : {1, 100, 1000, 4093})
     for (int d : {32, 64, 128}) {
       const AttentionShape s{2, 3, N, d, false};
-      const fa2::Tiles t = fa2::tiles(s);
+      const fa2::Tiles t = fa2::tiles(s, ladder::kH200SmemPerBlock);
       const auto io = fa2::tile_model(s, t, nullptr, nullptr, nullptr).traffic;
       const double tensor = 4.0 * s.elems();  // bytes of Q, K, V or O
       EXPECT_EQ(io.Q_read, tensor);
@@ -72,8 +72,8 @@ TEST(CpuFa2TileModel, TrafficMatchesTheClosedForms) {
 
 TEST(CpuFa2TileModel, CausalSkipsAboutHalfTheKeyTiles) {
   const AttentionShape dense{1, 1, 8192, 64, false}, causal{1, 1, 8192, 64, true};
-  const auto full = fa2::tile_model(dense, fa2::tiles(dense), nullptr, nullptr, nullptr).traffic;
-  const auto half = fa2::tile_model(causal, fa2::tiles(causal), nullptr, nullptr, nullptr).traffic;
+  const auto full = fa2::tile_model(dense, fa2::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto half = fa2::tile_model(causal, fa2::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
   EXPECT_NEAR(half.K_read / full.K_read, 0.5, 0.02);
   EXPECT_EQ(half.O_write, full.O_write);
 }

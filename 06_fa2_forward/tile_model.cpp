@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace fa2 {
 
@@ -21,6 +23,21 @@ Mat rows_of(const float* X, const ladder::AttentionShape& s, long head, int row0
 }
 double exp_shifted(double x, double m) { return m == -kInf ? 0.0 : std::exp(x - m); }
 }  // namespace
+
+Tiles tiles(const ladder::AttentionShape& s, std::size_t /*smem_per_block*/) {
+  ladder::validate(s, kSupportedD);
+  Tiles t{};
+  switch (s.d) {
+    case 32: t.B_r = Config<32>::B_r, t.B_c = Config<32>::B_c; break;
+    case 64: t.B_r = Config<64>::B_r, t.B_c = Config<64>::B_c; break;
+    case 128: t.B_r = Config<128>::B_r, t.B_c = Config<128>::B_c; break;
+    default: throw std::logic_error("fa2::tiles: no Config for d=" + std::to_string(s.d));
+  }
+  t.T_r = (s.N + t.B_r - 1) / t.B_r;
+  t.T_c = (s.N + t.B_c - 1) / t.B_c;
+  t.smem_bytes = smem_bytes(s.d, t.B_r, t.B_c);  // the launcher refuses a GPU with less
+  return t;
+}
 
 TileModel tile_model(const ladder::AttentionShape& s, const Tiles& t, const float* Q, const float* K, const float* V) {
   const bool compute = Q != nullptr;

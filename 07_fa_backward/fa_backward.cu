@@ -13,22 +13,20 @@
 //                       P and dS per K_j tile, dQ_i += scale dS K_j in registers
 #include <cuda_runtime.h>
 
-#include <climits>
-#include <cstdint>
-#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
 #include "attention_tiles.cuh"
 #include "cuda_check.h"
 #include "fa_backward.h"
+#include "launch.h"
 
 namespace fa2 {
 
 namespace {
 
-using fa_tiles::ceil_div;
-using fa_tiles::kPad;
+using namespace fa_tiles;
+constexpr const char* kWho = "fa2::backward";
 
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -36,138 +34,16 @@ constexpr float kLog2e = 1.4426950408889634f;
 // 4 x 4) micro-tile of every product, so every float4 it reads from shared memory
 // feeds 8 or more FMAs. With d <= 64 two 128-thread blocks share an SM (one block's
 // barrier waits are hidden by the other); with d = 128, one 256-thread block.
+// Measured on the H200 (results/07_fa_backward): 34-37 TFLOP/s dense at N = 4096,
+// 1.75-2.2x the forward's time.
 template <int d>
-struct Config {
+struct BackwardConfig {
   static constexpr int B_r = 64, B_c = 64;
   static constexpr int kThreads = d == 128 ? 256 : 128;
   static constexpr int kMinBlocks = d == 128 ? 1 : 2;
   static constexpr int ld = d + kPad;      // row stride of Q_i, dO_i, K_j, V_j in shared memory
   static constexpr int ld_s = B_c + kPad;  // row stride of P_ij, dS_ij
 };
-
-// How the block's threads split an M x N product: each computes TM = 4 rows by
-// TN columns. The threads form an RS x CS grid cut into warps of 4 x 8 threads,
-// so a warp's loads touch 4 rows of one operand and 8 of the other: with the
-// padded rows (4 banks apart) each such load is one conflict-free wavefront.
-template <int M, int N, int kThreads>
-struct Split {
-  static constexpr int TM = 4, RS = M / TM, CS = kThreads / RS, TN = N / CS;
-  static_assert(RS * CS == kThreads && CS * TN == N, "the threads tile the product exactly");
-  static_assert(RS % 4 == 0 && CS % 8 == 0 && TN % 4 == 0, "warps of 4 x 8 threads, float4 columns");
-  int rs, cs;  // this thread's place in the RS x CS grid
-  __device__ Split() {
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps_across = CS / 8;
-    rs = warp / warps_across * 4 + lane / 8;
-    cs = warp % warps_across * 8 + lane % 8;
-  }
-};
-
-__device__ __forceinline__ float at(const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
-__device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
-
-// The three products of the backward, all from shared memory, all row-major:
-//
-// acc += A B^T  (S = Q_i K_j^T, dP = dO_i V_j^T). The sum runs along the rows of
-// both operands: float4 reads along k. Rows rs + i*RS, columns cs + j*CS.
-template <class T, int K>
-__device__ __forceinline__ void acc_A_Bt(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
-                                         const T& t) {
-#pragma unroll 2
-  for (int k = 0; k < K; k += 4) {
-    float4 a[T::TM], b[T::TN];
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i) a[i] = lds4(A + (t.rs + i * T::RS) * lda + k);
-#pragma unroll
-    for (int j = 0; j < T::TN; ++j) b[j] = lds4(B + (t.cs + j * T::CS) * ldb + k);
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-      for (int j = 0; j < T::TN; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j] = fmaf(at(a[i], e), at(b[j], e), acc[i][j]);
-  }
-}
-
-// acc += A^T B  (dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i). The sum runs down the
-// columns: each step reads one float4 of a row of A (rows 4*rs .. 4*rs + 3 of the
-// result) and TN/4 float4s of the same row of B (columns 4*(cs + g*CS) + 0..3).
-template <class T, int K>
-__device__ __forceinline__ void acc_At_B(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
-                                         const T& t) {
-  static_assert(T::TM == 4, "one float4 of A per step");
-#pragma unroll 4
-  for (int k = 0; k < K; ++k) {
-    const float4 a = lds4(A + k * lda + 4 * t.rs);
-    float4 b[T::TN / 4];
-#pragma unroll
-    for (int g = 0; g < T::TN / 4; ++g) b[g] = lds4(B + k * ldb + 4 * (t.cs + g * T::CS));
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int g = 0; g < T::TN / 4; ++g)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][4 * g + e] = fmaf(at(a, i), at(b[g], e), acc[i][4 * g + e]);
-  }
-}
-
-// acc += A B  (dQ_i += dS_ij K_j). float4 reads along the rows of A (rows
-// rs + i*RS) and along the rows of B (columns 4*(cs + g*CS) + 0..3).
-template <class T, int K>
-__device__ __forceinline__ void acc_A_B(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
-                                        const T& t) {
-#pragma unroll 2
-  for (int k = 0; k < K; k += 4) {
-    float4 a[T::TM];
-#pragma unroll
-    for (int i = 0; i < T::TM; ++i) a[i] = lds4(A + (t.rs + i * T::RS) * lda + k);
-#pragma unroll
-    for (int kk = 0; kk < 4; ++kk) {
-      float4 b[T::TN / 4];
-#pragma unroll
-      for (int g = 0; g < T::TN / 4; ++g) b[g] = lds4(B + (k + kk) * ldb + 4 * (t.cs + g * T::CS));
-#pragma unroll
-      for (int i = 0; i < T::TM; ++i)
-#pragma unroll
-        for (int g = 0; g < T::TN / 4; ++g)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc[i][4 * g + e] = fmaf(at(a[i], kk), at(b[g], e), acc[i][4 * g + e]);
-    }
-  }
-}
-
-// cp.async copies global -> shared without passing through registers or stalling
-// the thread; a tile can be refilled while the block computes on the others.
-// A source size of 0 writes zeros: that is how rows past N are zero-filled.
-__device__ __forceinline__ void cp_async16(float* dst, const float* src, bool valid) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-__device__ __forceinline__ void cp_async4(float* dst, const float* src, bool valid) {
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-// This thread's copies have landed; a __syncthreads() after it publishes everyone's.
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
-// tile[r][:] = src[row0 + r][:] (row stride d + kPad), zeros for rows past N.
-// Consecutive threads take consecutive float4s of a row: coalesced reads.
-template <int ROWS, int d, int kThreads>
-__device__ __forceinline__ void load_tile(float* tile, const float* src, int row0, int N) {
-  constexpr int kVec = d / 4;
-  static_assert(ROWS * kVec % kThreads == 0, "every thread copies the same number of float4s");
-#pragma unroll
-  for (int u = 0; u < ROWS * kVec / kThreads; ++u) {
-    const int idx = threadIdx.x + u * kThreads, r = idx / kVec, v = idx % kVec;
-    const bool valid = row0 + r < N;
-    cp_async16(tile + r * (d + kPad) + 4 * v, src + std::size_t(valid ? row0 + r : 0) * d + 4 * v, valid);
-  }
-}
-// One float per row (L_i, D_i), zeros past N.
-template <int ROWS>
-__device__ __forceinline__ void load_rows_of(float* dst, const float* src, int row0, int N) {
-  const int r = threadIdx.x;
-  if (r < ROWS) cp_async4(dst + r, src + (row0 + r < N ? row0 + r : 0), row0 + r < N);
-}
 
 __device__ __forceinline__ void atomic_add4(float* dst, float4 v) {
 #if __CUDA_ARCH__ >= 900
@@ -191,25 +67,25 @@ __device__ __forceinline__ void recompute_P_and_dS(const float* Q_i, const float
                                                    const float* V_j, const float* L_i, const float* D_i, float* P_ij,
                                                    float* dS_ij, int i0, int j0, int N, bool causal,
                                                    float scale_log2e) {
-  using C = Config<d>;
-  using T = Split<C::B_r, C::B_c, C::kThreads>;
-  const T t;
-  float S[T::TM][T::TN] = {}, dP[T::TM][T::TN] = {};
-  acc_A_Bt<T, d>(S, Q_i, C::ld, K_j, C::ld, t);
-  acc_A_Bt<T, d>(dP, dO_i, C::ld, V_j, C::ld, t);
+  using Cfg = BackwardConfig<d>;
+  using Grid = WarpGrid<Cfg::B_r, Cfg::B_c, Cfg::kThreads>;
+  const auto tile = Grid::tile();
+  float S[Grid::TM][Grid::TN] = {}, dP[Grid::TM][Grid::TN] = {};
+  acc_A_Bt<d, 2>(S, Q_i, Cfg::ld, K_j, Cfg::ld, tile);
+  acc_A_Bt<d, 2>(dP, dO_i, Cfg::ld, V_j, Cfg::ld, tile);
 #pragma unroll
-  for (int a = 0; a < T::TM; ++a) {
-    const int r = t.rs + a * T::RS, query = i0 + r;
+  for (int a = 0; a < Grid::TM; ++a) {
+    const int r = tile.row(a), query = i0 + r;
     const int last_key = query >= N ? -1 : causal ? query : N - 1;  // -1: a padding row sees no key
     const float L_r = L_i[r] * kLog2e, D_r = D_i[r];
 #pragma unroll
-    for (int b = 0; b < T::TN; ++b) {
-      const int c = t.cs + b * T::CS;
+    for (int b = 0; b < Grid::TN; ++b) {
+      const int c = tile.col(b);
       // exp(scale S - L) in base 2, then masked by selecting 0: a masked p may be inf.
       const float p = exp2f(fmaf(S[a][b], scale_log2e, -L_r));
       const bool seen = j0 + c <= last_key;
-      if constexpr (kStoreP) P_ij[r * C::ld_s + c] = seen ? p : 0.0f;
-      dS_ij[r * C::ld_s + c] = seen ? p * (dP[a][b] - D_r) : 0.0f;
+      if constexpr (kStoreP) P_ij[r * Cfg::ld_s + c] = seen ? p : 0.0f;
+      dS_ij[r * Cfg::ld_s + c] = seen ? p * (dP[a][b] - D_r) : 0.0f;
     }
   }
 }
@@ -231,23 +107,23 @@ __global__ void preprocess_kernel(const float* O, const float* dO, float* D, flo
 
 template <int d>
 constexpr int dk_dv_smem_bytes() {  // K_j, V_j, Q_i, dO_i, P_ij, dS_ij, L_i, D_i
-  using C = Config<d>;
-  return 4 * ((2 * C::B_c + 2 * C::B_r) * C::ld + 2 * C::B_r * C::ld_s + 2 * C::B_r);
+  using Cfg = BackwardConfig<d>;
+  return 4 * ((2 * Cfg::B_c + 2 * Cfg::B_r) * Cfg::ld + 2 * Cfg::B_r * Cfg::ld_s + 2 * Cfg::B_r);
 }
 template <int d>
 constexpr int dq_smem_bytes() {  // Q_i, dO_i, two K_j, V_j, dS_ij, L_i, D_i
-  using C = Config<d>;
-  return 4 * ((2 * C::B_r + 3 * C::B_c) * C::ld + C::B_r * C::ld_s + 2 * C::B_r);
+  using Cfg = BackwardConfig<d>;
+  return 4 * ((2 * Cfg::B_r + 3 * Cfg::B_c) * Cfg::ld + Cfg::B_r * Cfg::ld_s + 2 * Cfg::B_r);
 }
 
 // Grid: (B*H, T_c). Heads vary fastest, so the first blocks to run are every head's
 // tile j = 0, which under a causal mask has the most Q tiles to visit.
 template <int d, bool kAtomicDq>
-__global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
+__global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>::kMinBlocks)
     dk_dv_kernel(const float* Q, const float* K, const float* V, const float* dO, const float* L, const float* D,
                  float* dQ, float* dK, float* dV, int N, bool causal, float scale, float scale_log2e) {
-  using C = Config<d>;
-  constexpr int B_r = C::B_r, B_c = C::B_c, ld = C::ld, ld_s = C::ld_s, kThreads = C::kThreads;
+  using Cfg = BackwardConfig<d>;
+  constexpr int B_r = Cfg::B_r, B_c = Cfg::B_c, ld = Cfg::ld, ld_s = Cfg::ld_s, kThreads = Cfg::kThreads;
   extern __shared__ float4 smem[];
   float* K_j = reinterpret_cast<float*>(smem);  // [B_c][ld], loaded once
   float* V_j = K_j + B_c * ld;                  // [B_c][ld], loaded once
@@ -272,18 +148,18 @@ __global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
   const int start = causal ? 0 : blockIdx.y % steps;
   auto q_tile_row0 = [&](int step) { return (i_first + (start + step) % steps) * B_r; };
 
-  load_tile<B_c, d, kThreads>(K_j, K, j0, N);
-  load_tile<B_c, d, kThreads>(V_j, V, j0, N);
+  load_rows_async<B_c, d, kThreads>(K_j, K, j0, N);
+  load_rows_async<B_c, d, kThreads>(V_j, V, j0, N);
   const int first0 = q_tile_row0(0);
-  load_tile<B_r, d, kThreads>(Q_i, Q, first0, N);
-  load_tile<B_r, d, kThreads>(dO_i, dO, first0, N);
-  load_rows_of<B_r>(L_i, L, first0, N);
-  load_rows_of<B_r>(D_i, D, first0, N);
+  load_rows_async<B_r, d, kThreads>(Q_i, Q, first0, N);
+  load_rows_async<B_r, d, kThreads>(dO_i, dO, first0, N);
+  load_row_values_async<B_r>(L_i, L, first0, N);
+  load_row_values_async<B_r>(D_i, D, first0, N);
   cp_async_wait_all();
   __syncthreads();
 
-  using KV = Split<B_c, d, kThreads>;  // dK_j, dV_j: rows 4*rs + i, float4 columns cs + g*CS
-  const KV kv;
+  using KV = WarpGrid<B_c, d, kThreads>;  // dK_j, dV_j: rows 4 r0 + i, float4 columns col(g)
+  const auto kv = KV::tile();
   float dK_j[KV::TM][KV::TN] = {}, dV_j[KV::TM][KV::TN] = {};
 
   for (int step = 0; step < steps; ++step) {
@@ -294,32 +170,32 @@ __global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
     recompute_P_and_dS<d, true>(Q_i, K_j, dO_i, V_j, L_i, D_i, P_ij, dS_ij, i0, j0, N, causal, scale_log2e);
     __syncthreads();
 
-    acc_At_B<KV, B_r>(dV_j, P_ij, ld_s, dO_i, ld, kv);  // dV_j += P_ij^T dO_i
+    acc_At_B<B_r>(dV_j, P_ij, ld_s, dO_i, ld, kv);  // dV_j += P_ij^T dO_i
     __syncthreads();
     // dO_i, L_i, D_i have had their last reader: refill them for the next step
     // while this one finishes. The same for Q_i after dK_j.
     if (more) {
-      load_tile<B_r, d, kThreads>(dO_i, dO, next0, N);
-      load_rows_of<B_r>(L_i, L, next0, N);
-      load_rows_of<B_r>(D_i, D, next0, N);
+      load_rows_async<B_r, d, kThreads>(dO_i, dO, next0, N);
+      load_row_values_async<B_r>(L_i, L, next0, N);
+      load_row_values_async<B_r>(D_i, D, next0, N);
     }
 
-    acc_At_B<KV, B_r>(dK_j, dS_ij, ld_s, Q_i, ld, kv);  // dK_j += dS_ij^T Q_i (times scale at the end)
+    acc_At_B<B_r>(dK_j, dS_ij, ld_s, Q_i, ld, kv);  // dK_j += dS_ij^T Q_i (times scale at the end)
     __syncthreads();
-    if (more) load_tile<B_r, d, kThreads>(Q_i, Q, next0, N);
+    if (more) load_rows_async<B_r, d, kThreads>(Q_i, Q, next0, N);
 
     if constexpr (kAtomicDq) {  // dQ_i += scale dS_ij K_j, added into global memory
-      using RQ = Split<B_r, d, kThreads>;
-      const RQ rq;
+      using RQ = WarpGrid<B_r, d, kThreads>;
+      const auto rq = RQ::tile();
       float dQ_i[RQ::TM][RQ::TN] = {};
-      acc_A_B<RQ, B_c>(dQ_i, dS_ij, ld_s, K_j, ld, rq);
+      acc_A_B<2>(dQ_i, dS_ij, ld_s, K_j, ld, rq, B_c);
 #pragma unroll
       for (int a = 0; a < RQ::TM; ++a) {
-        const int r = i0 + rq.rs + a * RQ::RS;
+        const int r = i0 + rq.row(a);
         if (r >= N) continue;
 #pragma unroll
         for (int g = 0; g < RQ::TN / 4; ++g)
-          atomic_add4(dQ + std::size_t(r) * d + 4 * (rq.cs + g * RQ::CS),
+          atomic_add4(dQ + std::size_t(r) * d + 4 * rq.col(g),
                       make_float4(scale * dQ_i[a][4 * g], scale * dQ_i[a][4 * g + 1], scale * dQ_i[a][4 * g + 2],
                                   scale * dQ_i[a][4 * g + 3]));
       }
@@ -330,11 +206,11 @@ __global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
 
 #pragma unroll
   for (int i = 0; i < KV::TM; ++i) {
-    const int c = j0 + 4 * kv.rs + i;
+    const int c = j0 + 4 * kv.r0 + i;
     if (c >= N) continue;
 #pragma unroll
     for (int g = 0; g < KV::TN / 4; ++g) {
-      const std::size_t e = std::size_t(c) * d + 4 * (kv.cs + g * KV::CS);
+      const std::size_t e = std::size_t(c) * d + 4 * kv.col(g);
       *reinterpret_cast<float4*>(dK + e) = make_float4(scale * dK_j[i][4 * g], scale * dK_j[i][4 * g + 1],
                                                        scale * dK_j[i][4 * g + 2], scale * dK_j[i][4 * g + 3]);
       *reinterpret_cast<float4*>(dV + e) =
@@ -347,11 +223,11 @@ __global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
 // in order. Grid (B*H, T_r); the last Q tiles, which see the most keys when causal,
 // go first.
 template <int d>
-__global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
+__global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>::kMinBlocks)
     dq_kernel(const float* Q, const float* K, const float* V, const float* dO, const float* L, const float* D,
               float* dQ, int N, bool causal, float scale, float scale_log2e) {
-  using C = Config<d>;
-  constexpr int B_r = C::B_r, B_c = C::B_c, ld = C::ld, ld_s = C::ld_s, kThreads = C::kThreads;
+  using Cfg = BackwardConfig<d>;
+  constexpr int B_r = Cfg::B_r, B_c = Cfg::B_c, ld = Cfg::ld, ld_s = Cfg::ld_s, kThreads = Cfg::kThreads;
   extern __shared__ float4 smem[];
   float* Q_i = reinterpret_cast<float*>(smem);  // [B_r][ld], loaded once
   float* dO_i = Q_i + B_r * ld;                 // [B_r][ld], loaded once
@@ -370,62 +246,49 @@ __global__ void __launch_bounds__(Config<d>::kThreads, Config<d>::kMinBlocks)
   // Causal: key tiles that start after the last query of Q_i are skipped.
   const int T_c = ceil_div(causal ? min(i0 + B_r, N) : N, B_c);
 
-  load_tile<B_r, d, kThreads>(Q_i, Q, i0, N);
-  load_tile<B_r, d, kThreads>(dO_i, dO, i0, N);
-  load_rows_of<B_r>(L_i, L, i0, N);
-  load_rows_of<B_r>(D_i, D, i0, N);
-  load_tile<B_c, d, kThreads>(K_buf, K, 0, N);
-  load_tile<B_c, d, kThreads>(V_j, V, 0, N);
+  load_rows_async<B_r, d, kThreads>(Q_i, Q, i0, N);
+  load_rows_async<B_r, d, kThreads>(dO_i, dO, i0, N);
+  load_row_values_async<B_r>(L_i, L, i0, N);
+  load_row_values_async<B_r>(D_i, D, i0, N);
+  load_rows_async<B_c, d, kThreads>(K_buf, K, 0, N);
+  load_rows_async<B_c, d, kThreads>(V_j, V, 0, N);
   cp_async_wait_all();
   __syncthreads();
 
-  using RQ = Split<B_r, d, kThreads>;
-  const RQ rq;
+  using RQ = WarpGrid<B_r, d, kThreads>;
+  const auto rq = RQ::tile();
   float dQ_i[RQ::TM][RQ::TN] = {};
   for (int j = 0; j < T_c; ++j) {
     const float* K_j = K_buf + (j % 2) * B_c * ld;
     const bool more = j + 1 < T_c;
     // The other buffer was last read in step j - 1, which ended with a barrier.
-    if (more) load_tile<B_c, d, kThreads>(K_buf + ((j + 1) % 2) * B_c * ld, K, (j + 1) * B_c, N);
+    if (more) load_rows_async<B_c, d, kThreads>(K_buf + ((j + 1) % 2) * B_c * ld, K, (j + 1) * B_c, N);
 
     recompute_P_and_dS<d, false>(Q_i, K_j, dO_i, V_j, L_i, D_i, nullptr, dS_ij, i0, j * B_c, N, causal, scale_log2e);
     __syncthreads();
-    if (more) load_tile<B_c, d, kThreads>(V_j, V, (j + 1) * B_c, N);  // V_j's last reader was dP
+    if (more) load_rows_async<B_c, d, kThreads>(V_j, V, (j + 1) * B_c, N);  // V_j's last reader was dP
 
-    acc_A_B<RQ, B_c>(dQ_i, dS_ij, ld_s, K_j, ld, rq);  // dQ_i += dS_ij K_j (times scale at the end)
+    acc_A_B<2>(dQ_i, dS_ij, ld_s, K_j, ld, rq, B_c);  // dQ_i += dS_ij K_j (times scale at the end)
     cp_async_wait_all();
     __syncthreads();
   }
 
 #pragma unroll
   for (int a = 0; a < RQ::TM; ++a) {
-    const int r = i0 + rq.rs + a * RQ::RS;
+    const int r = i0 + rq.row(a);
     if (r >= N) continue;
 #pragma unroll
     for (int g = 0; g < RQ::TN / 4; ++g)
-      *reinterpret_cast<float4*>(dQ + std::size_t(r) * d + 4 * (rq.cs + g * RQ::CS)) = make_float4(
+      *reinterpret_cast<float4*>(dQ + std::size_t(r) * d + 4 * rq.col(g)) = make_float4(
           scale * dQ_i[a][4 * g], scale * dQ_i[a][4 * g + 1], scale * dQ_i[a][4 * g + 2], scale * dQ_i[a][4 * g + 3]);
   }
-}
-
-// Above 48 KB a kernel must opt in to dynamic shared memory. The largest carveout
-// lets two 102.5 KiB blocks (d <= 64) share an SM.
-template <auto kernel>
-void opt_in_shared_memory(int bytes) {
-  static const bool done = [bytes] {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
-    CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-    return true;
-  }();
-  (void)done;
 }
 
 template <int d>
 void launch(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
             const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path,
             cudaStream_t stream) {
-  using C = Config<d>;
+  using Cfg = BackwardConfig<d>;
   const auto heads = static_cast<unsigned>(s.heads());
   const float scale = s.scale(), scale_log2e = scale * kLog2e;
   const bool atomic = path == DqPath::Atomic;
@@ -435,42 +298,22 @@ void launch(const ladder::AttentionShape& s, const float* Q, const float* K, con
                       stream>>>(O, dO, D, atomic ? dQ : nullptr, s.rows(), d);
   CUDA_CHECK_LAUNCH();
 
-  const dim3 kv_grid(heads, ceil_div(s.N, C::B_c));
+  const dim3 kv_grid(heads, ceil_div(s.N, Cfg::B_c));
   if (atomic) {
-    opt_in_shared_memory<dk_dv_kernel<d, true>>(dk_dv_smem_bytes<d>());
-    dk_dv_kernel<d, true><<<kv_grid, C::kThreads, dk_dv_smem_bytes<d>(), stream>>>(Q, K, V, dO, L, D, dQ, dK, dV, s.N,
-                                                                                   s.causal, scale, scale_log2e);
+    ladder::allow_dynamic_smem(dk_dv_kernel<d, true>, dk_dv_smem_bytes<d>(), "fa2::backward dk_dv_kernel", true);
+    dk_dv_kernel<d, true><<<kv_grid, Cfg::kThreads, dk_dv_smem_bytes<d>(), stream>>>(Q, K, V, dO, L, D, dQ, dK, dV, s.N,
+                                                                                     s.causal, scale, scale_log2e);
     CUDA_CHECK_LAUNCH();
     return;
   }
-  opt_in_shared_memory<dk_dv_kernel<d, false>>(dk_dv_smem_bytes<d>());
-  dk_dv_kernel<d, false><<<kv_grid, C::kThreads, dk_dv_smem_bytes<d>(), stream>>>(Q, K, V, dO, L, D, dQ, dK, dV, s.N,
-                                                                                  s.causal, scale, scale_log2e);
+  ladder::allow_dynamic_smem(dk_dv_kernel<d, false>, dk_dv_smem_bytes<d>(), "fa2::backward dk_dv_kernel", true);
+  dk_dv_kernel<d, false><<<kv_grid, Cfg::kThreads, dk_dv_smem_bytes<d>(), stream>>>(Q, K, V, dO, L, D, dQ, dK, dV, s.N,
+                                                                                    s.causal, scale, scale_log2e);
   CUDA_CHECK_LAUNCH();
-  opt_in_shared_memory<dq_kernel<d>>(dq_smem_bytes<d>());
-  dq_kernel<d><<<dim3(heads, ceil_div(s.N, C::B_r)), C::kThreads, dq_smem_bytes<d>(), stream>>>(
+  ladder::allow_dynamic_smem(dq_kernel<d>, dq_smem_bytes<d>(), "fa2::backward dq_kernel", true);
+  dq_kernel<d><<<dim3(heads, ceil_div(s.N, Cfg::B_r)), Cfg::kThreads, dq_smem_bytes<d>(), stream>>>(
       Q, K, V, dO, L, D, dQ, s.N, s.causal, scale, scale_log2e);
   CUDA_CHECK_LAUNCH();
-}
-
-// Everything that can be wrong with the arguments, before anything is launched.
-void check_arguments(const ladder::AttentionShape& s, std::initializer_list<const float*> tensors,
-                     std::initializer_list<const float*> row_vectors) {
-  ladder::validate(s, {32, 64, 128});
-  constexpr int kMaxTiles = 65535;  // grid.y
-  if (ceil_div(s.N, 64) > kMaxTiles)
-    throw std::invalid_argument("fa2::backward: N=" + std::to_string(s.N) + " is too large: at most " +
-                                std::to_string(kMaxTiles) +
-                                " tiles of 64 rows (N <= " + std::to_string(kMaxTiles * 64) + ")");
-  if (s.heads() > static_cast<std::size_t>(INT_MAX))
-    throw std::invalid_argument("fa2::backward: B*H must be <= " + std::to_string(INT_MAX) + " (grid.x)");
-  for (const float* p : tensors)
-    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
-      throw std::invalid_argument(
-          "fa2::backward: Q, K, V, O, dO, dQ, dK and dV must be device pointers aligned to 16 bytes (float4 "
-          "loads and atomics); cudaMalloc's are");
-  for (const float* p : row_vectors)
-    if (p == nullptr) throw std::invalid_argument("fa2::backward: L and D must be device pointers, not null");
 }
 
 }  // namespace
@@ -483,20 +326,37 @@ const char* name(DqPath p) {
   return "?";
 }
 
+template <int d>
+BackwardTiles tiles_for(const ladder::AttentionShape& s) {
+  using Cfg = BackwardConfig<d>;
+  return {Cfg::B_r, Cfg::B_c, ceil_div(s.N, Cfg::B_r), ceil_div(s.N, Cfg::B_c), Cfg::kThreads};
+}
+
 BackwardTiles backward_tiles(const ladder::AttentionShape& s) {
-  ladder::validate(s, {32, 64, 128});
-  const int threads = s.d == 128 ? Config<128>::kThreads : Config<64>::kThreads;
-  return {Config<64>::B_r, Config<64>::B_c, ceil_div(s.N, Config<64>::B_r), ceil_div(s.N, Config<64>::B_c), threads};
+  ladder::validate(s, kSupportedD);
+  switch (s.d) {
+    case 32: return tiles_for<32>(s);
+    case 64: return tiles_for<64>(s);
+    case 128: return tiles_for<128>(s);
+    default: throw std::logic_error(std::string(kWho) + ": no Config for d=" + std::to_string(s.d));
+  }
 }
 
 void backward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
               const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path,
               cudaStream_t stream) {
-  check_arguments(s, {Q, K, V, O, dO, dQ, dK, dV}, {L, D});
+  const BackwardTiles t = backward_tiles(s);      // validates the shape
+  ladder::check_grid(kWho, s.heads(), t.T_c, 1);  // dk_dv_kernel's grid
+  ladder::check_grid(kWho, s.heads(), t.T_r, 1);  // dq_kernel's
+  // float4 loads and 16-byte atomics: every [B, H, N, d] tensor 16-byte aligned.
+  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+                         16);
+  ladder::check_pointers(kWho, {{"L", L}, {"D", D}}, 4);
   switch (s.d) {
     case 32: return launch<32>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
     case 64: return launch<64>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
-    default: return launch<128>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
+    case 128: return launch<128>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
+    default: throw std::logic_error(std::string(kWho) + ": no kernel for d=" + std::to_string(s.d));
   }
 }
 

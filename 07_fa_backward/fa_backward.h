@@ -3,9 +3,12 @@
 
 #include <cuda_runtime_api.h>
 
+#include "06_fa2_forward/fa_forward.h"
 #include "attention_shape.h"
 
 namespace fa2 {
+
+// kSupportedD: the forward's (06_fa2_forward/fa_forward.h), the same head dims.
 
 // How dQ is summed over the key tiles. Each thread block owns one K_j/V_j tile,
 // and every block of a head adds a term to every dQ_i:

@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "device.h"
+#include "launch.h"
 #include "spill.h"
 
 namespace spill {
@@ -208,18 +209,9 @@ void with_instance(const Variant& v, F&& f) {
   }
 }
 
-// Dynamic shared memory above 48 KB must be allowed per kernel, once.
 template <class Inst>
 void allow_smem() {
-  static const bool done = [] {
-    if (Inst::smem > ladder::device().smem_per_block_optin)
-      throw std::invalid_argument(Inst::variant.label() + " needs " + std::to_string(Inst::smem) +
-                                  " bytes of shared memory; this GPU allows " +
-                                  std::to_string(ladder::device().smem_per_block_optin) + " per block");
-    CUDA_CHECK(cudaFuncSetAttribute(Inst::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(Inst::smem)));
-    return true;
-  }();
-  (void)done;
+  ladder::allow_dynamic_smem(Inst::kernel, Inst::smem, Inst::variant.label());
 }
 
 }  // namespace
@@ -243,7 +235,7 @@ const std::vector<Variant>& variants() {
 
 void forward(const Variant& v, const ladder::AttentionShape& s, const float* Q, const float* K, const float* V,
              float* O, float* L, cudaStream_t stream) {
-  ladder::validate(s, {64, 128, 256});
+  ladder::validate(s, kSupportedD);
   if (s.causal) throw std::invalid_argument("chapter 08 computes non-causal attention only (causal = false)");
   if (s.d != v.d)
     throw std::invalid_argument("shape " + s.str() + " does not fit kernel " + v.label() + " (d must match)");

@@ -14,6 +14,8 @@
 
 namespace spill {
 
+inline constexpr int kSupportedD[] = {64, 128, 256};  // the head dims with a compiled variant
+
 // The thread block is bdx x bdy = 32 x 4: a warp spans d (thread tx owns columns tx, tx + 32, ...) and warp ty
 // owns the query rows ty, ty + 4, ... So each thread accumulates O_i[B_r / bdy][d / bdx].
 inline constexpr int kBdx = 32;

@@ -1,17 +1,20 @@
-// The tile arithmetic chapters 05 (FA1) and 06 (FA2) share, so that the two
-// kernels differ only in the algorithm: loop order, where O_i/l_i/m_i live, and
-// how the running statistics rescale O_i. Device code only (.cu files).
+// The fp32 tile engine of the FlashAttention chapters (05 FA1, 06 FA2, 07 backward):
+// tiles staged in shared memory, register micro-tiles, and the three tile products
+// they need. With the arithmetic here, the chapters' kernels differ only in the
+// algorithm: loop order, where O_i, l_i, m_i live, how the statistics rescale O_i.
+// Device code only (.cu files).
 //
-// Layout in shared memory: a tile of R rows of a [N, d] head is R x (d + kPad)
-// floats, row-major. The 4-float pad keeps every row 16-byte aligned (float4
-// loads) and shifts consecutive rows by 4 banks, so the 16 rows a warp reads at
-// once land in different banks. Rows past N are zero-filled; their scores are
-// masked to -inf, so they add nothing.
+// Shared memory: a tile of R rows of a [N, d] head is R x (d + kPad) floats, row-major.
+// The 4-float pad keeps every row 16-byte aligned (float4 accesses) and shifts
+// consecutive rows by 4 banks, so float4 reads of 8 different rows by 8 lanes land
+// in 8 different bank groups. Rows past N are zero-filled, and their scores masked.
 //
-// Register micro-tiles: each of the kThreads threads computes a TM x TN block of
-// S = scale Q_i K_j^T and a TM x 4G block of P V_j from shared memory. Its rows
-// are strided (rs + a*RS) rather than adjacent, which is what makes the reads of
-// a warp conflict-free (see above). Reading TM + TN float4s feeds 4*TM*TN FMAs.
+// Register micro-tiles: a thread computes a TM x TN block of a tile product. Its rows
+// and columns are strided (row r0 + a RS, column c0 + b CS) rather than adjacent: the
+// lanes of a warp then read different rows of both operands in the same step, which
+// is what keeps those reads free of bank conflicts. Per step of the sum a thread
+// reads TM + TN float4s for 4 TM TN FMAs, so with TM x TN = 8 x 4 (or 4 x 8) the
+// FMA units, not shared memory, are the limit.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -20,99 +23,216 @@
 
 namespace fa_tiles {
 
-constexpr int kThreads = 256;
 constexpr int kPad = 4;
-
-// Micro-tile shape per head dim: S micro-tile TM x TN, PV micro-tile TM rows x G
-// float4s. Per step of k, a thread reads TM + TN floats of shared memory for
-// TM * TN FMAs: 8 x 4 keeps the FMA units, not shared memory, the limit.
-template <int d>
-struct Micro {
-  static constexpr int TM = d == 32 ? 4 : 8;
-  static constexpr int TN = 4;
-  static constexpr int G = d == 128 ? 2 : 1;
-};
-// Tiles are allocated with a multiple of kRowAlign rows (the largest TM).
-constexpr int kRowAlign = 8;
 
 __host__ __device__ constexpr int round_up(int x, int m) { return (x + m - 1) / m * m; }
 __host__ __device__ constexpr int ceil_div(int x, int m) { return (x + m - 1) / m; }
 
-// tile[r][:] = src[row0 + r][:] for r < valid, zero for valid <= r < rows.
-// Consecutive threads take consecutive float4s of a row: coalesced global reads,
-// conflict-free shared stores.
+__device__ __forceinline__ float at(const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
+__device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }
+__device__ __forceinline__ void sts4(float* p, float4 v) { *reinterpret_cast<float4*>(p) = v; }
+
+// Where one thread's TM x TN micro-tile sits in a tile product. What "row" and
+// "column" index depends on the product (see each one below).
+template <int TM_, int TN_>
+struct Micro {
+  static constexpr int TM = TM_, TN = TN_;
+  int r0, RS;  // rows r0 + a RS, a < TM
+  int c0, CS;  // columns (or float4 columns) c0 + b CS
+  __device__ int row(int a) const { return r0 + a * RS; }
+  __device__ int col(int b) const { return c0 + b * CS; }
+};
+// The x-th micro-tile of an RS x CS grid of them, numbered along the rows.
+template <int TM, int TN>
+__device__ __forceinline__ Micro<TM, TN> micro(int x, int RS, int CS) {
+  return {x / CS, RS, x % CS, CS};
+}
+// The block's kThreads threads laid over an M x N product, one micro-tile each, in
+// warps of 4 x 8 threads: a warp's loads touch 4 rows of one operand and 8 of the
+// other, each load one conflict-free wavefront (chapter 07).
+template <int M, int N, int kThreads, int TM_ = 4>
+struct WarpGrid {
+  static constexpr int TM = TM_, RS = M / TM, CS = kThreads / RS, TN = N / CS;
+  static_assert(RS * CS == kThreads && CS * TN == N, "the threads tile the product exactly");
+  static_assert(RS % 4 == 0 && CS % 8 == 0 && TN % 4 == 0, "warps of 4 x 8 threads, float4 columns");
+  using Tile = Micro<TM, TN>;
+  __device__ static Tile tile() {
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps_across = CS / 8;
+    return {warp / warps_across * 4 + lane / 8, RS, warp % warps_across * 8 + lane % 8, CS};
+  }
+};
+
+// The forward micro-tiles of chapters 05 and 06, per head dim: S_ij in TM x TN blocks,
+// P~_ij V_j in TM x 4G blocks (G float4 columns). TM = 8 rows by TN = 4 keys reads 12
+// float4s per 128 FMAs; at d = 32 the 128-row tiles of FA2 leave too few micro-tiles
+// for 256 threads at TM = 8, so TM = 4 there. G = 2 at d = 128 keeps the O
+// micro-tiles at one per thread (128 rows / 8 x 128 / 8 columns = 256). Measured on
+// the H200 (results/06_fa2_forward): 29-30 TFLOP/s at d = 64 and 128, ~45% of fp32 peak.
 template <int d>
+struct ForwardMicro {
+  static constexpr int TM = d == 32 ? 4 : 8;
+  static constexpr int TN = 4;
+  static constexpr int G = d == 128 ? 2 : 1;
+};
+
+// tile[r][:] = src[row0 + r][:] for r < valid, zero for valid <= r < rows (row stride
+// d + kPad). Consecutive threads take consecutive float4s of a row: coalesced global
+// reads, conflict-free shared stores.
+template <int d, int kThreads>
 __device__ __forceinline__ void load_rows(float* tile, const float* src, int row0, int rows, int valid) {
   constexpr int kVec = d / 4;
   for (int idx = threadIdx.x; idx < rows * kVec; idx += kThreads) {
     const int r = idx / kVec, v = idx % kVec;
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
     if (r < valid) x = reinterpret_cast<const float4*>(src + std::size_t(row0 + r) * d)[v];
-    reinterpret_cast<float4*>(tile + r * (d + kPad))[v] = x;
+    sts4(tile + r * (d + kPad) + 4 * v, x);
   }
 }
 
-// One thread's TM x TN block of S_ij = scale * Q_i K_j^T, masked, stored to S
-// (row stride ld_S). Rows rs + a*RS, columns cs + b*CS of the tile; i0, j0 are
-// the tile's first query and key indices in the head. Masked to -inf: columns
-// past the tile's kv_valid keys (the tail of N, and the padding), and, when
-// causal, keys after the query.
-template <int d, int TM, int TN>
-__device__ __forceinline__ void scores(float* S, int ld_S, const float* Q_i, const float* K_j, int rs, int RS, int cs,
-                                       int CS, int i0, int j0, int kv_valid, float scale, bool causal) {
-  float acc[TM][TN] = {};
-#pragma unroll 4
-  for (int k = 0; k < d; k += 4) {
-    float4 q[TM], kk[TN];
+// The same with cp.async (chapter 07): global -> shared without passing through
+// registers or stalling the thread, so a tile can be refilled while the block computes
+// on the others. tile[r][:] = src[row0 + r][:] for the ROWS rows, zeros past N (a
+// source size of 0 writes zeros). Complete with cp_async_wait_all() and a barrier.
+__device__ __forceinline__ void cp_async(float* dst, const float* src, int bytes, bool valid) {
+  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  if (bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0) : "memory");
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+template <int ROWS, int d, int kThreads>
+__device__ __forceinline__ void load_rows_async(float* tile, const float* src, int row0, int N) {
+  constexpr int kVec = d / 4;
+  static_assert(ROWS * kVec % kThreads == 0, "every thread copies the same number of float4s");
 #pragma unroll
-    for (int a = 0; a < TM; ++a) q[a] = *reinterpret_cast<const float4*>(Q_i + (rs + a * RS) * (d + kPad) + k);
-#pragma unroll
-    for (int b = 0; b < TN; ++b) kk[b] = *reinterpret_cast<const float4*>(K_j + (cs + b * CS) * (d + kPad) + k);
-#pragma unroll
-    for (int a = 0; a < TM; ++a)
-#pragma unroll
-      for (int b = 0; b < TN; ++b)
-        acc[a][b] += q[a].x * kk[b].x + q[a].y * kk[b].y + q[a].z * kk[b].z + q[a].w * kk[b].w;
+  for (int u = 0; u < ROWS * kVec / kThreads; ++u) {
+    const int idx = threadIdx.x + u * kThreads, r = idx / kVec, v = idx % kVec;
+    const bool valid = row0 + r < N;
+    cp_async(tile + r * (d + kPad) + 4 * v, src + std::size_t(valid ? row0 + r : 0) * d + 4 * v, 16, valid);
   }
-#pragma unroll
-  for (int a = 0; a < TM; ++a)
-#pragma unroll
-    for (int b = 0; b < TN; ++b) {
-      const int r = rs + a * RS, c = cs + b * CS;
-      const bool masked = c >= kv_valid || (causal && j0 + c > i0 + r);
-      S[r * ld_S + c] = masked ? -INFINITY : scale * acc[a][b];
-    }
+}
+// One float per row (L_i, D_i), zeros past N.
+template <int ROWS>
+__device__ __forceinline__ void load_row_values_async(float* dst, const float* src, int row0, int N) {
+  const int r = threadIdx.x;
+  if (r < ROWS) cp_async(dst + r, src + (row0 + r < N ? row0 + r : 0), 4, row0 + r < N);
 }
 
-// acc += one thread's TM x 4G block of P V_j: rows rs + a*RS, float4 columns
-// xs + g*XS. P is B_c wide (row stride ld_P, B_c a multiple of 4), V_j has B_c
-// rows; both are zero past the tile's valid keys, so the sum runs over the whole
-// (padded) width.
-template <int d, int TM, int G>
-__device__ __forceinline__ void pv(float4 (&acc)[TM][G], const float* P, int ld_P, const float* V_j, int B_c, int rs,
-                                   int RS, int xs, int XS) {
-  for (int c = 0; c < B_c; c += 4) {
-    float4 p[TM];
+// ---- The three tile products, all from shared memory, all row-major operands ----
+
+// acc += A B^T  (S = Q_i K_j^T, dP = dO_i V_j^T): the sum runs along the rows of both
+// operands, float4 reads along k. Micro-tile rows are rows of A, columns rows of B.
+template <int K, int kUnroll = 4, class T>
+__device__ __forceinline__ void acc_A_Bt(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
+                                         const T& t) {
+#pragma unroll(kUnroll)
+  for (int k = 0; k < K; k += 4) {
+    float4 a[T::TM], b[T::TN];
 #pragma unroll
-    for (int a = 0; a < TM; ++a) p[a] = *reinterpret_cast<const float4*>(P + (rs + a * RS) * ld_P + c);
+    for (int i = 0; i < T::TM; ++i) a[i] = lds4(A + t.row(i) * lda + k);
 #pragma unroll
-    for (int cc = 0; cc < 4; ++cc) {
-      float4 v[G];
+    for (int j = 0; j < T::TN; ++j) b[j] = lds4(B + t.col(j) * ldb + k);
 #pragma unroll
-      for (int g = 0; g < G; ++g) v[g] = reinterpret_cast<const float4*>(V_j + (c + cc) * (d + kPad))[xs + g * XS];
+    for (int i = 0; i < T::TM; ++i)
 #pragma unroll
-      for (int a = 0; a < TM; ++a) {
-        const float w = cc == 0 ? p[a].x : cc == 1 ? p[a].y : cc == 2 ? p[a].z : p[a].w;
+      for (int j = 0; j < T::TN; ++j)
+        acc[i][j] += a[i].x * b[j].x + a[i].y * b[j].y + a[i].z * b[j].z + a[i].w * b[j].w;
+  }
+}
+
+// acc += A B  (P~_ij V_j, dQ_i += dS_ij K_j), summed over k < K (a multiple of 4).
+// Micro-tile rows are rows of A; column b of the micro-tile is float4 column
+// t.col(b / 4) of B, element b % 4: TN / 4 float4s of B per step.
+template <int kUnroll = 2, class T>
+__device__ __forceinline__ void acc_A_B(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
+                                        const T& t, int K) {
+#pragma unroll(kUnroll)
+  for (int k = 0; k < K; k += 4) {
+    float4 a[T::TM];
 #pragma unroll
-        for (int g = 0; g < G; ++g) {
-          acc[a][g].x += w * v[g].x;
-          acc[a][g].y += w * v[g].y;
-          acc[a][g].z += w * v[g].z;
-          acc[a][g].w += w * v[g].w;
-        }
-      }
+    for (int i = 0; i < T::TM; ++i) a[i] = lds4(A + t.row(i) * lda + k);
+#pragma unroll
+    for (int kk = 0; kk < 4; ++kk) {
+      float4 b[T::TN / 4];
+#pragma unroll
+      for (int g = 0; g < T::TN / 4; ++g) b[g] = lds4(B + (k + kk) * ldb + 4 * t.col(g));
+#pragma unroll
+      for (int i = 0; i < T::TM; ++i)
+#pragma unroll
+        for (int g = 0; g < T::TN / 4; ++g)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][4 * g + e] = fmaf(at(a[i], kk), at(b[g], e), acc[i][4 * g + e]);
     }
   }
+}
+
+// acc += A^T B  (dV_j += P_ij^T dO_i, dK_j += dS_ij^T Q_i): the sum runs down the
+// columns of both. Each step reads one float4 of a row of A (result rows 4 r0 .. 4 r0
+// + 3: adjacent, TM = 4) and TN / 4 float4s of the same row of B (float4 columns
+// t.col(g), as in acc_A_B).
+template <int K, int kUnroll = 4, class T>
+__device__ __forceinline__ void acc_At_B(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
+                                         const T& t) {
+  static_assert(T::TM == 4, "one float4 of A per step");
+#pragma unroll(kUnroll)
+  for (int k = 0; k < K; ++k) {
+    const float4 a = lds4(A + k * lda + 4 * t.r0);
+    float4 b[T::TN / 4];
+#pragma unroll
+    for (int g = 0; g < T::TN / 4; ++g) b[g] = lds4(B + k * ldb + 4 * t.col(g));
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int g = 0; g < T::TN / 4; ++g)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][4 * g + e] = fmaf(at(a, i), at(b[g], e), acc[i][4 * g + e]);
+  }
+}
+
+// O_h[i0 + r][c] = f(r, c, acc[a][b]) for this thread's micro-tile of an A B product
+// (rows r = t.row(a) < q_valid, float4 columns as in acc_A_B): 16-byte stores.
+template <int d, class T, class F>
+__device__ __forceinline__ void store_rows(float* O_h, int i0, int q_valid, const float (&acc)[T::TM][T::TN],
+                                           const T& t, F f) {
+#pragma unroll
+  for (int a = 0; a < T::TM; ++a) {
+    const int r = t.row(a);
+    if (r >= q_valid) continue;
+#pragma unroll
+    for (int g = 0; g < T::TN / 4; ++g) {
+      const int c = 4 * t.col(g);
+      sts4(O_h + std::size_t(i0 + r) * d + c,
+           make_float4(f(r, c, acc[a][4 * g]), f(r, c + 1, acc[a][4 * g + 1]), f(r, c + 2, acc[a][4 * g + 2]),
+                       f(r, c + 3, acc[a][4 * g + 3])));
+    }
+  }
+}
+
+// ---- Masks and the softmax pieces ----
+
+// Which (query, key) pairs of the tile pair (Q_i, K_j) exist: both inside N and,
+// when causal, the key not after the query. i0, j0: the tiles' first query and key.
+struct Mask {
+  int i0, j0, N;
+  bool causal;
+  __device__ bool visible(int r, int c) const {
+    const int query = i0 + r, key = j0 + c;
+    return query < N && key < N && (!causal || key <= query);
+  }
+};
+
+// S_ij = scale Q_i K_j^T for one micro-tile, masked to -inf, into S (row stride ld_S).
+template <int d, class T>
+__device__ __forceinline__ void scores(float* S, int ld_S, const float* Q_i, const float* K_j, const T& t,
+                                       const Mask& mask, float scale) {
+  float acc[T::TM][T::TN] = {};
+  acc_A_Bt<d>(acc, Q_i, d + kPad, K_j, d + kPad, t);
+#pragma unroll
+  for (int a = 0; a < T::TM; ++a)
+#pragma unroll
+    for (int b = 0; b < T::TN; ++b)
+      S[t.row(a) * ld_S + t.col(b)] = mask.visible(t.row(a), t.col(b)) ? scale * acc[a][b] : -INFINITY;
 }
 
 // exp(x - m), where a row that has seen only masked keys (m = -inf) gives 0

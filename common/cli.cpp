@@ -1,6 +1,8 @@
 #include "cli.h"
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -78,6 +80,18 @@ std::string Args::text(const std::string& name, const std::string& fallback) {
   return it->second;
 }
 
+std::string Args::choice(const std::string& name, const std::vector<std::string>& allowed,
+                         const std::string& fallback) {
+  const std::string v = text(name, fallback);
+  std::string list;
+  for (const std::string& a : allowed) {
+    if (a == v) return v;
+    list += (list.empty() ? "" : ", ") + a;
+  }
+  if (v == fallback) return v;  // the fallback may be "" (not given)
+  throw std::invalid_argument(name + " expects one of " + list + ", got '" + v + "'");
+}
+
 bool Args::flag(const std::string& name) {
   used_[name] = true;
   const auto it = values_.find(name);
@@ -95,17 +109,45 @@ CommonFlags common_flags(Args& args) {
   CommonFlags f;
   f.summary = args.flag("--summary");
   f.dump_dir = args.text("--dump");
+  if (!f.dump_dir.empty()) {  // now, on every machine: not after minutes of work, not only with a GPU
+    std::error_code ec;
+    std::filesystem::create_directories(f.dump_dir, ec);
+    const std::string probe = f.dump_dir + "/.ladder_write_test";
+    if (ec || !std::ofstream(probe))
+      throw std::invalid_argument("--dump " + f.dump_dir + ": cannot create or write that directory" +
+                                  (ec ? " (" + ec.message() + ")" : ""));
+    std::filesystem::remove(probe, ec);
+  }
   return f;
 }
 
-AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool causal_flag) {
+AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask) {
   AttentionShape s = fallback;
   s.B = static_cast<int>(args.integer("--B", fallback.B));
   s.H = static_cast<int>(args.integer("--H", fallback.H));
   s.N = static_cast<int>(args.integer("--N", fallback.N));
-  s.d = static_cast<int>(args.integer("--d", fallback.d));
-  if (causal_flag) s.causal = args.flag("--causal");
+  s.d = static_cast<int>(args.integer("--d", fallback.d, 1, 1024));
+  if (with_mask) s.causal = args.choice("--mask", {"dense", "causal"}, fallback.causal ? "causal" : "dense") == "causal";
   return s;
+}
+
+void check_device_memory(const std::string& what, double bytes) {
+  const double have = device().available ? double(device().global_bytes) : 143771.0 * 1048576.0;
+  if (bytes > 0.95 * have) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s needs %.1f GB of device memory; %s has %.1f GB", what.c_str(), bytes / 1e9,
+                  device().available ? device().name.c_str() : "an H200 (no GPU here)", have / 1e9);
+    throw std::invalid_argument(buf);
+  }
+}
+
+void check_cpu_work(const std::string& what, double steps, double most) {
+  if (steps > most) {
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%s would take %.3g steps on the CPU (at most %.3g): choose a smaller shape",
+                  what.c_str(), steps, most);
+    throw std::invalid_argument(buf);
+  }
 }
 
 int run_main(int argc, char** argv, const std::string& usage, const std::function<int(Args&)>& body) {

@@ -26,6 +26,8 @@ class Args {
                                   long long max = kIntMax);
   static constexpr long long kIntMax = 2147483647;  // what an int holds
   std::string text(const std::string& name, const std::string& fallback = "");
+  // --name X where X must be one of `allowed` (checked now, on every machine).
+  std::string choice(const std::string& name, const std::vector<std::string>& allowed, const std::string& fallback);
   bool flag(const std::string& name);
   // Throws if an argument was given that no one asked for.
   void done() const;
@@ -38,11 +40,20 @@ class Args {
 // The flags every chapter executable takes.
 struct CommonFlags {
   bool summary = false;  // --summary: print only the one-line summary (the `ladder` target uses it)
-  std::string dump_dir;  // --dump DIR: write inputs and outputs as .npy
+  std::string dump_dir;  // --dump DIR: write inputs and outputs as .npy (created and checked up front)
 };
 CommonFlags common_flags(Args& args);
-// --B --H --N --d (and --causal when causal_flag) for the attention chapters.
-AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool causal_flag = true);
+// --B --H --N --d and --mask dense|causal for the attention chapters (with_mask: false
+// when the chapter reads --mask itself).
+AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask = true);
+inline constexpr const char* kAttentionUsage =
+    "  --B B --H H --N N --d D     shape of Q, K, V, O: [B, H, N, d]\n"
+    "  --mask dense|causal         causal: query i sees keys 0..i only (default dense)\n";
+// Throws std::invalid_argument when `bytes` of device memory (what the run allocates)
+// are more than the GPU has (without a GPU: more than an H200's), naming both.
+void check_device_memory(const std::string& what, double bytes);
+// Throws std::invalid_argument when a CPU model would loop more than `most` times.
+void check_cpu_work(const std::string& what, double steps, double most = 1e9);
 
 inline constexpr const char* kCommonUsage =
     "  --summary     print one summary line only\n"

@@ -23,6 +23,13 @@ struct DeviceInfo {
 // Device 0, queried on first use.
 const DeviceInfo& device();
 
+// The H200's shared memory per block (227 KiB, opt-in): what the CPU-side tile models
+// use on a machine without a GPU, so that they print the tiles the ladder is measured with.
+inline constexpr std::size_t kH200SmemPerBlock = 232448;
+inline std::size_t smem_per_block_for_models() {
+  return device().available ? device().smem_per_block_optin : kH200SmemPerBlock;
+}
+
 // One line: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, ...)" or "no CUDA device (reason)".
 std::string describe_device();
 

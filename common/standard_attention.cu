@@ -1,6 +1,8 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "cublas_check.h"
 #include "standard_attention.h"
@@ -83,10 +85,21 @@ void gemm_tn(int N, int d, int heads, float alpha, const float* A, const float* 
 
 }  // namespace
 
-StandardAttention::StandardAttention(const AttentionShape& s, bool with_backward)
-    : s_(s), P_(s.heads() * std::size_t(s.N) * s.N) {
-  validate(s, {16, 32, 64, 128, 256});
+StandardAttention::StandardAttention(const AttentionShape& s, bool with_backward) : s_(s) {
+  constexpr int kSupportedD[] = {16, 32, 64, 128, 256};
+  validate(s, kSupportedD);
+  if (!fits(s, with_backward))
+    throw std::invalid_argument("the standard attention at " + s.str() + " needs " +
+                                std::to_string((with_backward ? 2 : 1) * score_bytes(s) >> 20) +
+                                " MiB for its N x N buffers; the GPU has less free memory (plus 1 GiB of room)");
+  P_ = DeviceBuffer<float>(s.heads() * std::size_t(s.N) * s.N);
   if (with_backward) dS_ = DeviceBuffer<float>(P_.size());
+}
+
+bool StandardAttention::fits(const AttentionShape& s, bool with_backward) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return (with_backward ? 2 : 1) * score_bytes(s) + (std::size_t{1} << 30) <= free_bytes;
 }
 
 void StandardAttention::forward(const float* Q, const float* K, const float* V, float* O) {

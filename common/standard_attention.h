@@ -15,7 +15,10 @@ namespace ladder {
 
 class StandardAttention {
  public:
+  // Throws std::invalid_argument when its N x N buffers do not fit (see fits()).
   explicit StandardAttention(const AttentionShape& s, bool with_backward = false);
+  // Do the N x N buffers fit in the GPU's free memory, with 1 GiB to spare? (needs a GPU)
+  static bool fits(const AttentionShape& s, bool with_backward = false);
 
   void forward(const float* Q, const float* K, const float* V, float* O);
   // Uses P from the last forward() call with the same Q, K.

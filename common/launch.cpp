@@ -1,0 +1,50 @@
+#include "launch.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+
+#include "cuda_check.h"
+#include "device.h"
+
+namespace ladder {
+
+void allow_dynamic_smem(const void* kernel, std::size_t bytes, const std::string& who, bool max_carveout) {
+  static std::map<const void*, std::size_t> allowed;  // kernel -> the most it may use now
+  const auto it = allowed.find(kernel);
+  if (it != allowed.end() && it->second >= bytes) return;
+  const std::size_t limit = device().smem_per_block_optin;
+  if (bytes > limit)
+    throw std::invalid_argument(who + " needs " + std::to_string(bytes) + " bytes of shared memory per block; " +
+                                (device().available ? device().name : std::string("this GPU")) + " allows " +
+                                std::to_string(limit) + " (see the README's \"Other GPUs\")");
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (max_carveout)
+    CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
+  allowed[kernel] = bytes;
+}
+
+void check_grid(const std::string& who, unsigned long long x, unsigned long long y, unsigned long long z) {
+  auto too_large = [&](const char* dim, unsigned long long v, unsigned long long most) {
+    if (v < 1 || v > most)
+      throw std::invalid_argument(who + ": the grid needs " + std::to_string(v) + " blocks along " + dim +
+                                  "; CUDA allows 1 to " + std::to_string(most));
+  };
+  too_large("x", x, 2147483647ull);
+  too_large("y", y, 65535);
+  too_large("z", z, 65535);
+}
+
+void check_pointers(const std::string& who, std::initializer_list<NamedPointer> pointers, std::size_t alignment) {
+  for (const NamedPointer& p : pointers) {
+    if (p.p == nullptr) throw std::invalid_argument(who + ": " + p.name + " is null; pass a device pointer");
+    if (reinterpret_cast<std::uintptr_t>(p.p) % alignment != 0)
+      throw std::invalid_argument(who + ": " + p.name + " must be aligned to " + std::to_string(alignment) +
+                                  " bytes (the kernel's vector accesses); cudaMalloc's pointers are");
+  }
+}
+
+}  // namespace ladder
