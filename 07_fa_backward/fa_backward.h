@@ -22,6 +22,15 @@ enum class DqPath { Atomic, Deterministic };
 inline constexpr DqPath kAllDqPaths[] = {DqPath::Atomic, DqPath::Deterministic};
 const char* name(DqPath p);  // "atomic", "deterministic"
 
+// How dK_j, dV_j (and the deterministic dQ_i) add up their N terms:
+//   TwoLevel  each tile's B_r (or B_c) terms are summed in fresh registers, and only the
+//             tile sums meet the running sum: the error stays near the forward's at any N
+//   Running   every term goes straight into the running sum, whose rounding error grows
+//             like sqrt(N) u; kept for the accuracy study (README, "Accuracy at long N")
+enum class Summation { TwoLevel, Running };
+inline constexpr Summation kAllSummations[] = {Summation::TwoLevel, Summation::Running};
+const char* name(Summation s);  // "two_level", "running"
+
 // The backward's tile sizes: B_c keys per thread block (the grid is T_c x B*H),
 // B_r query rows per step of its loop; T_r = ceil(N / B_r), T_c = ceil(N / B_c).
 struct BackwardTiles {
@@ -36,6 +45,6 @@ BackwardTiles backward_tiles(const ladder::AttentionShape& s);
 // pointer, before any launch.
 void backward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
               const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path = DqPath::Atomic,
-              cudaStream_t stream = nullptr);
+              Summation sum = Summation::TwoLevel, cudaStream_t stream = nullptr);
 
 }  // namespace fa2

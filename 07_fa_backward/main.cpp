@@ -14,6 +14,7 @@
 #include "device_buffer.h"
 #include "fa_backward.h"
 #include "npy.h"
+#include "on_device.h"
 #include "p_from_l.h"
 #include "random.h"
 #include "reference_attention.h"
@@ -22,39 +23,39 @@
 #include "work.h"
 
 namespace {
-constexpr const char* kUsage =
-    "  --B B --H H --N N --d D  shape of Q, K, V, O, dO and the gradients: [B, H, N, d]\n"
-    "                           (default 4 16 4096 64; d in 32, 64, 128)\n"
-    "  --mask M                 dense, causal or both (default both)\n"
-    "  --check-N N              sequence length of the correctness check (default 1000, B=1, H=2)\n"
-    "  --repeats R              timed repeats (default 10)\n"
-    "  --profile P              atomic, deterministic or standard: run that backward once on the shape\n"
-    "                           and exit (for ncu)\n";
+using fa2::OnDevice;
 
-// Everything one shape needs on the device; O and L from the chapter-06 forward.
-struct OnDevice {
-  ladder::AttentionShape s;
-  ladder::DeviceBuffer<float> Q, K, V, dO, O, L, dQ, dK, dV, D;
-  OnDevice(const ladder::AttentionShape& shape, const ladder::AttentionInputs& x)
-      : s(shape),
-        Q(x.Q),
-        K(x.K),
-        V(x.V),
-        dO(x.dO),
-        O(s.elems()),
-        L(s.rows()),
-        dQ(s.elems()),
-        dK(s.elems()),
-        dV(s.elems()),
-        D(s.rows()) {
-    forward();
-  }
-  void forward() { fa2::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data()); }
-  void backward(fa2::DqPath path) {
-    fa2::backward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(),
-                  D.data(), path);
-  }
-};
+constexpr const char* kUsage =
+    "  --B B --H H --N N --d D     shape of Q, K, V, O, dO and the gradients: [B, H, N, d]\n"
+    "                              (default 4 16 4096 64; d in 32, 64, 128)\n"
+    "  --mask dense|causal|both    the masks to check and time (default both)\n"
+    "  --check-N N                 sequence length of the correctness check (default 1000, B=1, H=2)\n"
+    "  --repeats R                 timed repeats (default 10)\n"
+    "  --profile P                 atomic, deterministic or standard: run that backward once on the shape\n"
+    "                              and exit (for ncu)\n"
+    "  --accuracy N1,N2,..         with --dump DIR: for each N, forward and backward (both summations) at\n"
+    "                              B=1 H=2 dense, written to DIR/N<N>/; accuracy_vs_n.py reads them\n";
+
+// The accuracy study: the tensors of one N, for accuracy_vs_n.py (fp64 reference and
+// PyTorch's fp32 backward on the same inputs, on the GPU; the Eigen reference on the
+// CPU would take minutes at N = 32768).
+void dump_accuracy_case(const std::string& dir, int N, int d, std::uint64_t seed) {
+  const ladder::AttentionShape s{1, 2, N, d, false};
+  const ladder::AttentionInputs x = ladder::random_attention_inputs(s, seed, true);
+  OnDevice dev(s, x);
+  const ladder::Dumper dump(dir + "/N" + std::to_string(N));
+  const std::vector<std::size_t> shape{std::size_t(s.B), std::size_t(s.H), std::size_t(s.N), std::size_t(s.d)};
+  dump("Q", x.Q, shape), dump("K", x.K, shape), dump("V", x.V, shape), dump("dO", x.dO, shape);
+  dump("O", dev.O.download(), shape),
+      dump("L", dev.L.download(), {std::size_t(s.B), std::size_t(s.H), std::size_t(s.N)});
+  for (fa2::DqPath path : fa2::kAllDqPaths)
+    for (fa2::Summation sum : fa2::kAllSummations) {
+      dev.backward(path, sum);
+      const std::string tag = std::string("_") + fa2::name(path) + "_" + fa2::name(sum);
+      dump("dQ" + tag, dev.dQ.download(), shape), dump("dK" + tag, dev.dK.download(), shape);
+      dump("dV" + tag, dev.dV.download(), shape);
+    }
+}
 
 std::string mask_name(bool causal) { return causal ? "causal" : "dense"; }
 }  // namespace
@@ -63,17 +64,20 @@ int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
     ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 64, false}, false);
-    const std::string mask = args.text("--mask", "both");
-    const int check_N = static_cast<int>(args.integer("--check-N", 1000));
-    const int repeats = static_cast<int>(args.integer("--repeats", 10));
-    const std::string profile = args.text("--profile");
+    const std::string mask = args.choice("--mask", {"dense", "causal", "both"}, "both");
+    const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));
+    const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
+    const std::string profile = args.choice("--profile", {"atomic", "deterministic", "standard"}, "");
+    const std::vector<long long> accuracy_N = args.integers("--accuracy", {}, 1, 65536);
     args.done();
-    if (mask != "dense" && mask != "causal" && mask != "both")
-      throw std::invalid_argument("--mask expects dense, causal or both, got '" + mask + "'");
     std::vector<bool> masks;
     if (mask != "causal") masks.push_back(false);
     if (mask != "dense") masks.push_back(true);
     const fa2::BackwardTiles t = fa2::backward_tiles(s);  // validates the shape
+    ladder::check_device_memory("shape " + s.str() + " (Q, K, V, O, dO, dQ, dK, dV, L, D)",
+                                4.0 * (8.0 * s.elems() + 2.0 * s.rows()));
+    if (!accuracy_N.empty() && flags.dump_dir.empty())
+      throw std::invalid_argument("--accuracy writes its tensors with --dump DIR: give both");
 
     ladder::Report report("07_fa_backward", flags.summary);
     report.out() << "shape " << s.str() << ": B_c = " << t.B_c << " keys per block, B_r = " << t.B_r
@@ -98,17 +102,22 @@ int main(int argc, char** argv) {
       if (!ladder::device().available) return report.gpu_skipped(line);
     }
 
+    if (!accuracy_N.empty()) {
+      for (long long N : accuracy_N) dump_accuracy_case(flags.dump_dir, int(N), s.d, ladder::fresh_seed());
+      report.out() << "accuracy study: tensors for N = " << accuracy_N.size() << " lengths in " << flags.dump_dir
+                   << "; run 07_fa_backward/accuracy_vs_n.py " << flags.dump_dir << "\n";
+      return 0;
+    }
+
     if (!profile.empty()) {  // one launch of one backward, nothing else timed (for ncu)
       OnDevice dev(s, ladder::random_attention_inputs(s, 1, true));
-      if (profile == "atomic" || profile == "deterministic") {
-        dev.backward(profile == "atomic" ? fa2::DqPath::Atomic : fa2::DqPath::Deterministic);
-      } else if (profile == "standard") {
+      if (profile == "standard") {
         ladder::StandardAttention standard(s, true);
         standard.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data());
         standard.backward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.dO.data(), dev.dQ.data(), dev.dK.data(),
                           dev.dV.data());
       } else {
-        throw std::invalid_argument("--profile expects atomic, deterministic or standard, got '" + profile + "'");
+        dev.backward(profile == "atomic" ? fa2::DqPath::Atomic : fa2::DqPath::Deterministic);
       }
       CUDA_CHECK(cudaDeviceSynchronize());
       return 0;
@@ -128,7 +137,6 @@ int main(int argc, char** argv) {
       report.out() << line << "\n";
       const auto ref = ladder::attention_backward_reference(check, x.Q.data(), x.K.data(), x.V.data(), x.dO.data());
       for (fa2::DqPath path : fa2::kAllDqPaths) {
-        dev.dQ.poison(), dev.dK.poison(), dev.dV.poison(), dev.D.poison();
         dev.backward(path);
         const std::string what = std::string(fa2::name(path)) + " " + check.str();
         const auto dQ = dev.dQ.download(), dK = dev.dK.download(), dV = dev.dV.download();
@@ -161,10 +169,8 @@ int main(int argc, char** argv) {
       for (fa2::DqPath path : fa2::kAllDqPaths)
         bwd_ms[path == fa2::DqPath::Atomic ? 0 : 1] = ladder::time_gpu([&] { dev.backward(path); }, opt).median_ms;
 
-      std::size_t free_bytes = 0, total_bytes = 0;
-      CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       double std_ms = 0.0;  // 0: did not fit
-      if (2 * ladder::StandardAttention::score_bytes(sc) < free_bytes / 10 * 9) {
+      if (ladder::StandardAttention::fits(sc, true)) {
         ladder::StandardAttention standard(sc, true);
         standard.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data());
         std_ms = ladder::time_gpu(
@@ -193,7 +199,7 @@ int main(int argc, char** argv) {
                     bwd_work.tflops(bwd_ms[0]), bwd_ms[0] / fwd_ms);
       summary += (causal == masks.front() ? "" : ";") + std::string(line);
       if (std_ms > 0) {
-        std::snprintf(line, sizeof line, ", %.2fx faster than standard", std_ms / bwd_ms[0]);
+        std::snprintf(line, sizeof line, ", %.2fx the standard backward's speed", std_ms / bwd_ms[0]);
         summary += line;
       }
     }

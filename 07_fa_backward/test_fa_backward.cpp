@@ -9,6 +9,7 @@
 #include "device_buffer.h"
 #include "fa_backward.h"
 #include "gtest_helpers.h"
+#include "on_device.h"
 #include "p_from_l.h"
 #include "reference_attention.h"
 
@@ -149,43 +150,20 @@ TEST(CpuFaBackward, BadInputIsRejectedBeforeAnyLaunch) {
 
 // ---- GPU: the kernels against the fp64 reference -----------------------------
 
-struct Grads {
-  std::vector<float> dQ, dK, dV, D;
-};
+using fa2::OnDevice;
+using Grads = OnDevice::Grads;
 
-// One problem on the device. O and L come from the chapter-06 forward, as in training,
-// unless given.
-struct OnDevice {
-  AttentionShape s;
-  ladder::DeviceBuffer<float> Q, K, V, dO, O, L, dQ, dK, dV, D;
-  OnDevice(const Problem& p, const std::vector<float>* O_in = nullptr, const std::vector<float>* L_in = nullptr)
-      : s(p.s),
-        Q(p.Q),
-        K(p.K),
-        V(p.V),
-        dO(p.dO),
-        O(s.elems()),
-        L(s.rows()),
-        dQ(s.elems()),
-        dK(s.elems()),
-        dV(s.elems()),
-        D(s.rows()) {
-    if (O_in && L_in) {
-      O.upload(*O_in);
-      L.upload(*L_in);
-    } else {
-      O.poison();
-      L.poison();
-      fa2::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data());
-    }
-  }
-  Grads backward(fa2::DqPath path) {
-    dQ.poison(), dK.poison(), dV.poison(), D.poison();
-    fa2::backward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(),
-                  D.data(), path);
-    return {dQ.download(), dK.download(), dV.download(), D.download()};
-  }
-};
+// A problem on the device; O and L from the chapter-06 forward, or the ones given.
+OnDevice on_device(const Problem& p, const std::vector<float>* O_in = nullptr,
+                   const std::vector<float>* L_in = nullptr) {
+  OnDevice dev(p.s, {p.Q, p.K, p.V, p.dO});
+  if (O_in && L_in) dev.O.upload(*O_in), dev.L.upload(*L_in);
+  return dev;
+}
+Grads backward(OnDevice& dev, fa2::DqPath path) {
+  dev.backward(path);
+  return dev.grads();
+}
 
 // D_i = rowsum(dO_i * O_i) in fp64, from the O the backward was given.
 std::vector<double> expected_D(const AttentionShape& s, const std::vector<float>& dO, const std::vector<float>& O) {
@@ -207,7 +185,7 @@ void expect_correct_gradients(OnDevice& dev, const Problem& p) {
   const auto D_ref = expected_D(s, p.dO, dev.O.download());
   Grads out[2];
   for (fa2::DqPath path : fa2::kAllDqPaths) {
-    const Grads g = dev.backward(path);
+    const Grads g = backward(dev, path);
     const std::string what = std::string(fa2::name(path)) + ", " + s.str();
     EXPECT_TRUE(ladder::matches(g.dQ, ref.dQ, ladder::kFp32Grad)) << "dQ " << what;
     EXPECT_TRUE(ladder::matches(g.dK, ref.dK, ladder::kFp32Grad)) << "dK " << what;
@@ -219,7 +197,7 @@ void expect_correct_gradients(OnDevice& dev, const Problem& p) {
   EXPECT_TRUE(ladder::matches(out[0].dQ, widen(out[1].dQ), ladder::kFp32Grad)) << "atomic vs deterministic dQ";
   EXPECT_TRUE(ladder::matches(out[0].dK, widen(out[1].dK), ladder::kFp32Grad)) << "atomic vs deterministic dK";
   EXPECT_TRUE(ladder::matches(out[0].dV, widen(out[1].dV), ladder::kFp32Grad)) << "atomic vs deterministic dV";
-  const Grads again = dev.backward(fa2::DqPath::Deterministic);
+  const Grads again = backward(dev, fa2::DqPath::Deterministic);
   EXPECT_TRUE(bit_identical(again.dQ, out[1].dQ)) << "deterministic dQ differs between two runs, " << s.str();
   EXPECT_TRUE(bit_identical(again.dK, out[1].dK)) << "deterministic dK differs between two runs, " << s.str();
   EXPECT_TRUE(bit_identical(again.dV, out[1].dV)) << "deterministic dV differs between two runs, " << s.str();
@@ -238,7 +216,7 @@ TEST_P(GpuFaBackward, MatchesTheReference) {
                            : N <= 1000          ? AttentionShape{2, 3, N, d, causal}
                                                 : AttentionShape{1, 1, N, d, causal};
   const Problem p = random_problem(s, seed);
-  OnDevice dev(p);
+  OnDevice dev = on_device(p);
   expect_correct_gradients(dev, p);
 }
 
@@ -267,7 +245,7 @@ TEST(GpuFaBackward, ReferenceForwardIsolatesTheBackward) {
       const Problem p = random_problem(s, seed);
       const auto fwd = ladder::attention_forward_reference(s, p.Q.data(), p.K.data(), p.V.data());
       const std::vector<float> O(fwd.O.begin(), fwd.O.end()), L(fwd.L.begin(), fwd.L.end());
-      OnDevice dev(p, &O, &L);
+      OnDevice dev = on_device(p, &O, &L);
       expect_correct_gradients(dev, p);
     }
 }
@@ -280,7 +258,7 @@ TEST(GpuFaBackward, PRecoveredFromTheForwardsLIsTheSoftmax) {
   for (bool causal : {false, true}) {
     const AttentionShape s{1, 2, ladder::small_mode() ? 40 : 300, 64, causal};
     const Problem p = random_problem(s, seed);
-    OnDevice dev(p);
+    OnDevice dev = on_device(p);
     const std::vector<float> L = dev.L.download();
     for (int head = 0; head < 2; ++head) {
       const fa2::PFromL r = fa2::p_from_l(s, p.Q.data(), p.K.data(), L.data(), head);

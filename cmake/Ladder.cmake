@@ -6,11 +6,12 @@
 #                      <chapter>.gpu        label gpu: suites named Gpu*, skip without a GPU
 #                      <chapter>.memcheck   label sanitizer: Gpu* under compute-sanitizer, small sizes
 #                      <chapter>.racecheck  (RACECHECK chapters) the same with --tool racecheck
+#                      <chapter>.synccheck  (SYNCCHECK chapters: mbarrier/TMA pipelines) --tool synccheck
 #   <chapter>_bench  Google Benchmark binary
 #
 #   ladder_add_chapter(01_vector_add
 #     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
-#     [LINK other_targets...] [RACECHECK])
+#     [LINK other_targets...] [RACECHECK] [SYNCCHECK])
 
 # ladder_select_chapters(OUT "<LADDER_ONLY>" <all chapters...>): the chapters to build,
 # in ladder order: all of them, or those named plus, transitively, the chapters they
@@ -56,7 +57,7 @@ function(ladder_warnings target)
 endfunction()
 
 function(ladder_add_chapter name)
-  cmake_parse_arguments(PARSE_ARGV 1 CH "RACECHECK" "MAIN" "LIBRARY;TEST;BENCH;LINK")
+  cmake_parse_arguments(PARSE_ARGV 1 CH "RACECHECK;SYNCCHECK" "MAIN" "LIBRARY;TEST;BENCH;LINK")
 
   add_library(${name}_lib STATIC ${CH_LIBRARY})
   target_include_directories(${name}_lib PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
@@ -83,6 +84,9 @@ function(ladder_add_chapter name)
     set(tools memcheck)
     if(CH_RACECHECK)
       list(APPEND tools racecheck)
+    endif()
+    if(CH_SYNCCHECK)
+      list(APPEND tools synccheck)
     endif()
     foreach(tool IN LISTS tools)
       add_test(NAME ${name}.${tool}
@@ -111,4 +115,16 @@ function(ladder_add_ladder_target)
             -P ${PROJECT_SOURCE_DIR}/cmake/RunLadder.cmake
     DEPENDS ladder_info ${exes}
     USES_TERMINAL VERBATIM)
+endfunction()
+
+# Without compute-sanitizer, `ctest --preset sanitizer` would find no test and pass:
+# one test that fails and says what is missing instead.
+function(ladder_add_sanitizer_placeholder)
+  if(NOT LADDER_COMPUTE_SANITIZER)
+    add_test(NAME sanitizer.unavailable
+      COMMAND ${CMAKE_COMMAND} "-DMESSAGE=compute-sanitizer was not found next to nvcc (${CUDAToolkit_BIN_DIR}): \
+the sanitizer tests need it (it ships with the CUDA Toolkit; put it on PATH and reconfigure)"
+              -P ${PROJECT_SOURCE_DIR}/cmake/Fail.cmake)
+    set_tests_properties(sanitizer.unavailable PROPERTIES LABELS sanitizer)
+  endif()
 endfunction()

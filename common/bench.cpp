@@ -17,7 +17,7 @@ namespace ladder {
 
 bool gpu_or_skip(benchmark::State& state) {
   if (device().available) return true;
-  state.SkipWithError(("no CUDA device (" + device().reason + ")").c_str());
+  state.SkipWithError("no CUDA device: GPU benchmark skipped");
   return false;
 }
 

@@ -12,8 +12,7 @@ DeviceInfo query() {
   int count = 0;
   const cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess || count == 0) {
-    info.reason = err != cudaSuccess ? std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err)
-                                     : "cudaGetDeviceCount found 0 devices";
+    info.reason = err != cudaSuccess ? cudaGetErrorName(err) : "cudaGetDeviceCount found 0 devices";
     cudaGetLastError();  // clear the sticky error so later calls are not confused by it
     return info;
   }
@@ -45,7 +44,7 @@ const DeviceInfo& device() {
 
 std::string describe_device() {
   const DeviceInfo& d = device();
-  if (!d.available) return "no CUDA device (" + d.reason + ")";
+  if (!d.available) return "no CUDA device";
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s (sm_%d%d, %d SMs, %.0f MiB L2, %.0f GiB, CUDA runtime %d.%d, driver %d.%d)",
                 d.name.c_str(), d.cc_major, d.cc_minor, d.sm_count, d.l2_bytes / 1048576.0,

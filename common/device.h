@@ -30,7 +30,8 @@ inline std::size_t smem_per_block_for_models() {
   return device().available ? device().smem_per_block_optin : kH200SmemPerBlock;
 }
 
-// One line: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, ...)" or "no CUDA device (reason)".
+// One line: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, ...)" or "no CUDA device" (the
+// reason, e.g. cudaErrorNoDevice or cudaErrorInsufficientDriver, is in device().reason).
 std::string describe_device();
 
 }  // namespace ladder

@@ -14,11 +14,10 @@
 #include "device.h"
 #include "random.h"
 
-#define LADDER_REQUIRE_GPU()                                                                        \
-  do {                                                                                              \
-    if (!::ladder::device().available)                                                              \
-      GTEST_SKIP() << "GPU test skipped: no CUDA device (" << ::ladder::device().reason             \
-                   << "). It runs on a machine with an NVIDIA GPU; the Cpu* tests run everywhere."; \
+#define LADDER_REQUIRE_GPU()                                                                    \
+  do {                                                                                          \
+    if (!::ladder::device().available)                                                          \
+      GTEST_SKIP() << "GPU test skipped: no CUDA device (" << ::ladder::device().reason << ")"; \
   } while (0)
 
 // A fresh seed for this test, shown with any failure (replay: LADDER_SEED=<seed>).

@@ -9,6 +9,6 @@ int main() {
   if (d.available)
     std::printf("flash-ladder on %s\n", ladder::describe_device().c_str());
   else
-    std::printf("flash-ladder: %s: GPU kernels are skipped, the CPU parts run.\n", ladder::describe_device().c_str());
+    std::printf("flash-ladder: no CUDA device (%s): GPU parts skipped, CPU parts run\n", d.reason.c_str());
   return 0;
 }

@@ -8,11 +8,15 @@
 #   bench      every chapter benchmark -> OUTDIR/bench/<chapter>.json (Google Benchmark JSON)
 #   ladder     the README's "run the ladder" command
 #   ncu        the DRAM-traffic and local-memory studies (ncu --clock-control none) -> OUTDIR/ncu/
-#   anchors    PyTorch anchors (.anchors/torch_anchors.py, carried from ../shared/anchors) -> OUTDIR/anchors.json
+#   anchors    PyTorch anchors (.anchors/torch_anchors.py and torch_anchors2.py, carried from
+#              ../shared/anchors) -> anchors.json, anchors2.json
+#   accuracy   chapter 07's error vs N against fp64, beside PyTorch fp32 (07_fa_backward/accuracy_vs_n.py)
+#   handoff    each .handoff/<NN>/request.sh whose READY exists (work in progress) -> OUTDIR/handoff.tgz
 #   results    scripts/results.py: tables and plots from the JSON -> OUTDIR/results/
 # Everything is written to a work folder, then packed as OUTDIR/evidence.tgz (bench, ncu, results,
 # logs) next to OUTDIR/summary.md: two files, which is what the device tool can bring back.
 # Environment: LADDER_ONLY="01_vector_add;..." to build a subset; BENCH_MIN_TIME (default 0.2s);
+#              CTEST_EXCLUDE, a regex of CTest entries to leave out;
 #              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON).
 set -uo pipefail
 DEST=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -23,8 +27,8 @@ rm -rf "$OUT"
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build-gpu
-STAGES=${STAGES:-build test sanitizer bench ladder ncu anchors results}
-mkdir -p "$OUT"/{logs,bench,ncu,results}
+STAGES=${STAGES:-build test sanitizer bench ladder ncu anchors accuracy results}
+mkdir -p "$OUT"/{logs,bench,ncu,results,accuracy}
 SUMMARY=$OUT/summary.md
 # The device copy of the tree has no .git: the caller passes LADDER_COMMIT (git rev-parse HEAD here).
 COMMIT=${LADDER_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
@@ -58,8 +62,11 @@ if want build; then
     -DCMAKE_CUDA_ARCHITECTURES=native "-DLADDER_ONLY=${LADDER_ONLY:-}"
   run_stage build cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; exit 1; }
 fi
-want test && run_stage test ctest --test-dir "$BUILD" -L "cpu|gpu" -j 8 --output-on-failure --timeout 1200
-want sanitizer && run_stage sanitizer ctest --test-dir "$BUILD" -L sanitizer -j 8 --output-on-failure --timeout 1200
+# CTEST_EXCLUDE: a regex of tests to leave out (e.g. chapters whose handoff request runs them itself).
+exclude=(${CTEST_EXCLUDE:+-E "$CTEST_EXCLUDE"})
+want test && run_stage test ctest --test-dir "$BUILD" -L "cpu|gpu" "${exclude[@]}" -j 8 --output-on-failure --timeout 1200
+want sanitizer && run_stage sanitizer ctest --test-dir "$BUILD" -L sanitizer "${exclude[@]}" -j 8 --output-on-failure \
+  --timeout 1200
 if want bench; then
   for bench in "$BUILD"/bin/*_bench; do
     chapter=$(basename "$bench" _bench)
@@ -78,9 +85,31 @@ fi
 if want anchors && [[ -f .anchors/torch_anchors.py ]]; then
   run_stage anchors env OUT="$OUT" PYTHONUNBUFFERED=1 python3 .anchors/torch_anchors.py
 fi
+if want anchors && [[ -f .anchors/torch_anchors2.py ]]; then
+  run_stage anchors2 env PYTHONUNBUFFERED=1 python3 .anchors/torch_anchors2.py "$OUT/anchors2.json"
+fi
+if want accuracy && [[ -x $BUILD/bin/07_fa_backward ]]; then
+  run_stage accuracy_dump "$BUILD/bin/07_fa_backward" --d 64 --accuracy 1024,2048,4096,8192,16384,32768 \
+    --dump /tmp/ladder_accuracy
+  run_stage accuracy env PYTHONUNBUFFERED=1 python3 07_fa_backward/accuracy_vs_n.py /tmp/ladder_accuracy \
+    "$OUT/accuracy/07_fa_backward.csv"
+  rm -rf /tmp/ladder_accuracy
+fi
+if want handoff; then
+  mkdir -p "$OUT/handoff"
+  for ready in .handoff/*/READY; do
+    [[ -e $ready ]] || continue
+    chapter=$(basename "$(dirname "$ready")")
+    mkdir -p "$OUT/handoff/$chapter"
+    run_stage "handoff_$chapter" bash ".handoff/$chapter/request.sh" "$BUILD" "$OUT/handoff/$chapter"
+    cp "$OUT/logs/handoff_$chapter.log" "$OUT/handoff/$chapter/stage.log"
+  done
+  tar -czf "$DEST/handoff.tgz" -C "$OUT" handoff
+fi
 want results && run_stage results python3 scripts/results.py "$OUT" "$OUT/results"
 
-tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' -C "$OUT" logs bench ncu results $(cd "$OUT" && ls anchors.json 2>/dev/null)
+tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' -C "$OUT" logs bench ncu results accuracy \
+  $(cd "$OUT" && ls anchors.json anchors2.json 2>/dev/null)
 cp "$SUMMARY" "$DEST/summary.md"
 echo
 cat "$SUMMARY"
