@@ -284,6 +284,98 @@ def spill_reading(table_csv, ncu_csv):
     return "\n".join(lines) + "\n"
 
 
+# results/summary.json: each chapter's headline ratios, keyed as the issues name them.
+# Each entry: key -> (kind, ...) evaluated on the run's benchmark JSON and anchors:
+#   ("ratio", chapter, variant_a, variant_b, params, metric): value(a) / value(b)
+#   ("time_ratio", chapter, variant_a, variant_b, params):     ms(a) / ms(b)
+#   ("anchor", chapter, variant, params, metric, anchors_file, match, anchor_metric): ours / PyTorch's
+#   ("best", chapter, base, params, metric): the best non-anchor variant / base
+# (Chapters that compute their headline themselves write bench/<chapter>.summary.json,
+# which is merged as it is.)
+FA_SHAPE = {"d": "128", "N": "4096", "causal": "0"}
+SUMMARY = {
+    "01_vector_add": {"vs_copy": ("ratio", "01_vector_add", "float4", "anchor:cudaMemcpy_d2d", {"n": "268435456"},
+                                  "GB/s")},
+    "02_matmul_naive": {"vs_cublas_fp32": ("best", "02_matmul_naive", "anchor:cublas_sgemm",
+                                           {"M": "4096", "N": "4096", "K": "4096"}, "TFLOP/s")},
+    "03_matmul_tiled": {"vs_cublas_fp32": ("ratio", "03_matmul_tiled", "register_tiled", "anchor:cublas_sgemm",
+                                           {"M": "4096", "N": "4096", "K": "4096"}, "TFLOP/s")},
+    "04_online_softmax": {
+        "vs_copy": ("ratio", "04_online_softmax", "block_onchip", "anchor:cudaMemcpy_d2d", {"R": "32768", "C": "4096"},
+                    "GB/s"),
+        "online_vs_3pass": ("time_ratio", "04_online_softmax", "safe_3pass", "online_2pass",
+                            {"R": "2048", "C": "65536"})},
+    "05_fa1_forward": {"vs_standard": ("time_ratio", "05_fa1_forward", "standard", "fa1",
+                                       {"d": "64", "N": "4096", "causal": "0"})},
+    "06_fa2_forward": {
+        "vs_fa1": ("time_ratio", "06_fa2_forward", "fa1", "fa2", FA_SHAPE),
+        "vs_standard": ("time_ratio", "06_fa2_forward", "standard", "fa2", FA_SHAPE),
+        "vs_sdpa_efficient_fp32": ("anchor", "06_fa2_forward", "fa2", FA_SHAPE, "TFLOP/s", "anchors.json",
+                                   {"kind": "attn_fwd", "impl": "sdpa-efficient float32",
+                                    "shape": "B4 H16 N4096 d128 causal=False"}, "tflops")},
+    "07_fa_backward": {
+        "bwd_over_fwd_time": ("time_ratio", "07_fa_backward", "fa2_backward_atomic", "fa2_forward", FA_SHAPE),
+        "vs_sdpa_efficient_fp32": ("anchor", "07_fa_backward", "fa2_backward_atomic", FA_SHAPE, "TFLOP/s",
+                                   "anchors.json", {"kind": "attn_bwd", "impl": "sdpa-efficient float32",
+                                                    "shape": "B4 H16 N4096 d128 causal=False"}, "tflops")},
+}
+
+
+def summary_json(run, out):
+    """results/summary.json from the run: one object per chapter, its headline ratios."""
+    benches = {p.stem: parse(p)[1] for p in (run / "bench").glob("*.json") if not p.stem.endswith(".summary")}
+
+    def find(chapter, variant, params):
+        for r in benches.get(chapter, []):
+            if r["variant"] == variant and not r["error"] and all(r["params"].get(k) == v for k, v in params.items()):
+                return r
+        return None
+
+    result = {}
+    for chapter, keys in SUMMARY.items():
+        entry = {}
+        for key, spec in keys.items():
+            kind, ch = spec[0], spec[1]
+            v = None
+            if kind == "ratio":
+                a, b = find(ch, spec[2], spec[4]), find(ch, spec[3], spec[4])
+                if a and b and value(b, spec[5]):
+                    v = value(a, spec[5]) / value(b, spec[5])
+            elif kind == "time_ratio" and spec[4] is not None:
+                a, b = find(ch, spec[2], spec[4]), find(ch, spec[3], spec[4])
+                if a and b and b["ms"]:
+                    v = a["ms"] / b["ms"]
+            elif kind == "best":
+                rows = [r for r in benches.get(ch, []) if not r["error"] and not r["variant"].startswith("anchor:")
+                        and all(r["params"].get(k) == x for k, x in spec[3].items())]
+                base = find(ch, spec[2], spec[3])
+                if rows and base:
+                    v = max(value(r, spec[4]) for r in rows) / value(base, spec[4])
+            elif kind == "anchor":
+                ours = find(ch, spec[2], spec[3])
+                path = run / spec[5]
+                if ours and path.exists():
+                    match = [a for a in json.loads(path.read_text())
+                             if all(a.get(k) == x for k, x in spec[6].items()) and a.get(spec[7])]
+                    if match:
+                        v = value(ours, spec[4]) / match[0][spec[7]]
+            if v is not None:
+                entry[key] = round(v, 3)
+        if entry:
+            result[chapter] = entry
+    for extra in sorted((run / "bench").glob("*.summary.json")):  # chapters that compute their own
+        result.setdefault(extra.name.split(".")[0], {}).update(json.loads(extra.read_text()))
+    context = {}
+    for p in (run / "bench").glob("*.json"):
+        context = parse(p)[0] or context
+        if context:
+            break
+    doc = {"gpu": context.get("gpu", "?"), "date": context.get("date", "?"), "commit": context.get("git_commit", "?"),
+           "chapters": result}
+    (out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
+    return doc
+
+
 def ctest_line(log):
     if not log.exists():
         return "not run"
@@ -298,6 +390,8 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     context, index = {}, []
     for path in sorted((run / "bench").glob("*.json")):
+        if path.stem.endswith(".summary"):
+            continue
         chapter = path.stem
         cfg = CONFIG.get(chapter, dict(metric="TFLOP/s"))
         context, rows = parse(path)
@@ -381,6 +475,7 @@ def main():
         fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:heatmap",
              "![heatmap](../results/08_spilling_study/spill_heatmap.png)")
 
+    summary_json(run, out)
     anchor_lines = anchors_section(run, out)
     lines = [f"# Results: {context.get('gpu', '?')}", "",
              f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
