@@ -64,7 +64,7 @@ __global__ void __launch_bounds__(kThreads)
 
       // S_ij = scale Q_i K_j^T (masked), TM x TN micro-tiles.
       for (int x = t; x < RS * CS; x += kThreads)
-        scores<d>(S, C + kPad, Q_i, K_j, micro<TM, TN>(x, RS, CS), Mask{i0, j0, N, causal}, scale);
+        scores<d>(S, C + kPad, Q_i, K_j, micro<TM, TN>(x, RS, CS), Mask{i0, j0, kv_valid, causal}, scale);
       __syncthreads();
 
       // Statistics of this block, then the merge with the running ones from HBM:

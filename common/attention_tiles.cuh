@@ -211,15 +211,13 @@ __device__ __forceinline__ void store_rows(float* O_h, int i0, int q_valid, cons
 
 // ---- Masks and the softmax pieces ----
 
-// Which (query, key) pairs of the tile pair (Q_i, K_j) exist: both inside N and,
-// when causal, the key not after the query. i0, j0: the tiles' first query and key.
+// Which (query, key) pairs of the tile pair (Q_i, K_j) count: the key is one of the
+// tile's kv_valid real keys (not past N, not the zero rows that pad the tile to whole
+// micro-tiles) and, when causal, not after the query. i0, j0: the first query and key.
 struct Mask {
-  int i0, j0, N;
+  int i0, j0, kv_valid;
   bool causal;
-  __device__ bool visible(int r, int c) const {
-    const int query = i0 + r, key = j0 + c;
-    return query < N && key < N && (!causal || key <= query);
-  }
+  __device__ bool visible(int r, int c) const { return c < kv_valid && (!causal || j0 + c <= i0 + r); }
 };
 
 // S_ij = scale Q_i K_j^T for one micro-tile, masked to -inf, into S (row stride ld_S).
