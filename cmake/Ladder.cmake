@@ -125,6 +125,7 @@ function(ladder_add_sanitizer_placeholder)
       COMMAND ${CMAKE_COMMAND} "-DMESSAGE=compute-sanitizer was not found next to nvcc (${CUDAToolkit_BIN_DIR}): \
 the sanitizer tests need it (it ships with the CUDA Toolkit; put it on PATH and reconfigure)"
               -P ${PROJECT_SOURCE_DIR}/cmake/Fail.cmake)
-    set_tests_properties(sanitizer.unavailable PROPERTIES LABELS sanitizer)
+    set_tests_properties(sanitizer.unavailable PROPERTIES LABELS sanitizer
+      SKIP_REGULAR_EXPRESSION "sanitizer tests skipped")
   endif()
 endfunction()
