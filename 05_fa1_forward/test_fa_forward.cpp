@@ -43,6 +43,25 @@ TEST(CpuFa1, UnsupportedShapesAreRejectedBeforeAnyLaunch) {
                std::invalid_argument);
 }
 
+// A null or misaligned pointer would fault the CUDA context on the first float4 access:
+// refused before any launch, naming the pointer (runs without a GPU: nothing is touched).
+TEST(CpuFa1, NullOrMisalignedPointersAreRejectedBeforeAnyLaunch) {
+  alignas(16) static float buf[64];
+  float *p = buf, *odd = buf + 1;  // 4 bytes past a 16-byte boundary
+  const ladder::AttentionShape s{1, 1, 16, 64, false};
+  auto message = [&](float* Q, float* O, float* l) {
+    try {
+      fa1::forward(s, Q, p, p, O, l, p);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message(nullptr, p, p).find("Q is null"), std::string::npos);
+  EXPECT_NE(message(p, odd, p).find("O must be aligned to 16"), std::string::npos);
+  EXPECT_NE(message(p, p, nullptr).find("l is null"), std::string::npos);
+}
+
 class CpuFa1TileModel : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(CpuFa1TileModel, MatchesTheReference) {
@@ -81,8 +100,10 @@ TEST(CpuFa1TileModel, TrafficMatchesTheClosedForms) {
 
 TEST(CpuFa1TileModel, CausalSkipsAboutHalfTheQueryTiles) {
   const AttentionShape dense{1, 1, 8192, 64, false}, causal{1, 1, 8192, 64, true};
-  const auto full = fa1::tile_model(dense, fa1::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
-  const auto half = fa1::tile_model(causal, fa1::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto full =
+      fa1::tile_model(dense, fa1::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto half =
+      fa1::tile_model(causal, fa1::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
   EXPECT_NEAR(half.Q_read / full.Q_read, 0.5, 0.02);
   EXPECT_EQ(half.K_read, full.K_read);
 }

@@ -28,13 +28,16 @@ Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block) {
   ladder::validate(s, kSupportedD);
   Tiles t{};
   t.M = static_cast<int>(smem_per_block / sizeof(float) * 4 / 5);
-  t.B_c = (t.M + 4 * s.d - 1) / (4 * s.d);
+  t.B_c = std::max(4, (t.M + 4 * s.d - 1) / (4 * s.d));
   t.B_r = std::min(t.B_c, s.d);
   // The kernel's tiles are padded (bank spreading, whole micro-tiles): shrink until they fit.
   while (t.B_c > 4 && smem_bytes(s.d, t.B_r, t.B_c) > smem_per_block) t.B_r = std::min(t.B_r, --t.B_c);
   t.T_r = (s.N + t.B_r - 1) / t.B_r;
   t.T_c = (s.N + t.B_c - 1) / t.B_c;
-  t.smem_bytes = smem_bytes(s.d, t.B_r, t.B_c);  // the launcher refuses it if even these do not fit
+  t.smem_bytes = smem_bytes(s.d, t.B_r, t.B_c);
+  if (t.smem_bytes > smem_per_block)
+    throw std::invalid_argument("fa1: d=" + std::to_string(s.d) + " needs at least " + std::to_string(t.smem_bytes) +
+                                " bytes of shared memory per block; this GPU allows " + std::to_string(smem_per_block));
   return t;
 }
 

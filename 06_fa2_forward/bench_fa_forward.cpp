@@ -32,11 +32,10 @@ void bench(benchmark::State& state, Impl impl, AttentionShape s) {
       return ladder::run_gpu(
           state, [&] { fa1::forward(s, Q, K, V, O, L, m); }, work);
     case Impl::Standard: {
-      std::size_t free_bytes = 0, total_bytes = 0;
-      CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-      const std::size_t need = ladder::StandardAttention::score_bytes(s);
-      if (need + (std::size_t{1} << 30) > free_bytes) {
-        state.SkipWithError(("out of memory: S/P needs " + std::to_string(need >> 20) + " MiB").c_str());
+      if (!ladder::StandardAttention::fits(s)) {
+        state.SkipWithError(("S/P needs " + std::to_string(ladder::StandardAttention::score_bytes(s) >> 20) +
+                             " MiB: more than the free GPU memory")
+                                .c_str());
         return;
       }
       ladder::StandardAttention standard(s);

@@ -25,7 +25,10 @@ std::vector<Visit> loop_trace(const ladder::AttentionShape& s, const Tiles& t) {
 
 std::vector<fa1::SmemPart> smem_parts(int d, int B_r, int B_c) {
   const long ld = d + 4;
-  return {{"Q_i", B_r * ld}, {"K_j", B_c * ld}, {"V_j", B_c * ld}, {"S_ij / P_ij", long(B_r) * (B_c + 4)},
+  return {{"Q_i", B_r * ld},
+          {"K_j", B_c * ld},
+          {"V_j", B_c * ld},
+          {"S_ij / P_ij", long(B_r) * (B_c + 4)},
           {"alpha and 1/l_i", B_r}};
 }
 

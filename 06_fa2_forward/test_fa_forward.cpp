@@ -36,6 +36,25 @@ TEST(CpuFa2, UnsupportedShapesAreRejectedBeforeAnyLaunch) {
   EXPECT_THROW(fa2::forward({0, 1, 8, 64, false}, nullptr, nullptr, nullptr, nullptr, nullptr), std::invalid_argument);
 }
 
+// A null or misaligned pointer would fault the CUDA context on the first float4 access:
+// refused before any launch, naming the pointer (runs without a GPU: nothing is touched).
+TEST(CpuFa2, NullOrMisalignedPointersAreRejectedBeforeAnyLaunch) {
+  alignas(16) static float buf[64];
+  float *p = buf, *odd = buf + 1;  // 4 bytes past a 16-byte boundary
+  const ladder::AttentionShape s{1, 1, 16, 64, false};
+  auto message = [&](float* Q, float* O, float* L) {
+    try {
+      fa2::forward(s, Q, p, p, O, L);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message(nullptr, p, p).find("Q is null"), std::string::npos);
+  EXPECT_NE(message(p, odd, p).find("O must be aligned to 16"), std::string::npos);
+  EXPECT_NE(message(p, p, nullptr).find("L is null"), std::string::npos);
+}
+
 class CpuFa2TileModel : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(CpuFa2TileModel, MatchesTheReference) {
@@ -72,8 +91,10 @@ TEST(CpuFa2TileModel, TrafficMatchesTheClosedForms) {
 
 TEST(CpuFa2TileModel, CausalSkipsAboutHalfTheKeyTiles) {
   const AttentionShape dense{1, 1, 8192, 64, false}, causal{1, 1, 8192, 64, true};
-  const auto full = fa2::tile_model(dense, fa2::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
-  const auto half = fa2::tile_model(causal, fa2::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto full =
+      fa2::tile_model(dense, fa2::tiles(dense, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
+  const auto half =
+      fa2::tile_model(causal, fa2::tiles(causal, ladder::kH200SmemPerBlock), nullptr, nullptr, nullptr).traffic;
   EXPECT_NEAR(half.K_read / full.K_read, 0.5, 0.02);
   EXPECT_EQ(half.O_write, full.O_write);
 }

@@ -5,8 +5,6 @@
 // enough blocks to fill the GPU.
 #include <cuda_runtime_api.h>
 
-#include <map>
-#include <memory>
 #include <string>
 
 #include "06_fa2_forward/fa_forward.h"
@@ -14,7 +12,6 @@
 #include "cuda_check.h"
 #include "device_buffer.h"
 #include "fa_backward.h"
-#include "random.h"
 #include "standard_attention.h"
 
 namespace {
@@ -23,34 +20,26 @@ constexpr int kRows = 16384, kHeads = 16;
 
 ladder::AttentionShape shape(int d, int N, bool causal) { return {kRows / N, kHeads, N, d, causal}; }
 
+// Q, K, V, dO: one set per d, shared by every N and mask (the tensors have the same
+// size for all N), cached by ladder::bench_input.
 struct Inputs {
-  ladder::DeviceBuffer<float> Q, K, V, dO;
+  const float *Q, *K, *V, *dO;
 };
-// One set per d, shared by every N and mask (the tensors have the same size for all N).
-Inputs& inputs(int d) {
-  static std::map<int, std::unique_ptr<Inputs>> cache;
-  std::unique_ptr<Inputs>& in = cache[d];
-  if (!in) {
-    const std::size_t n = std::size_t(kRows) * kHeads * d;
-    in.reset(new Inputs{ladder::DeviceBuffer<float>(ladder::random_uniform(n, 1)),
-                        ladder::DeviceBuffer<float>(ladder::random_uniform(n, 2)),
-                        ladder::DeviceBuffer<float>(ladder::random_uniform(n, 3)),
-                        ladder::DeviceBuffer<float>(ladder::random_uniform(n, 4))});
-  }
-  return *in;
+Inputs inputs(int d) {
+  const std::size_t n = std::size_t(kRows) * kHeads * d;
+  return {ladder::bench_input(n, 1), ladder::bench_input(n, 2), ladder::bench_input(n, 3), ladder::bench_input(n, 4)};
 }
 
 void bench_backward(benchmark::State& state, fa2::DqPath path, int d, int N, bool causal) {
   if (!ladder::gpu_or_skip(state)) return;
   const ladder::AttentionShape s = shape(d, N, causal);
-  Inputs& in = inputs(d);
+  const Inputs in = inputs(d);
   ladder::DeviceBuffer<float> O(s.elems()), L(s.rows()), dQ(s.elems()), dK(s.elems()), dV(s.elems()), D(s.rows());
-  fa2::forward(s, in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data());
+  fa2::forward(s, in.Q, in.K, in.V, O.data(), L.data());
   ladder::run_gpu(
       state,
       [&] {
-        fa2::backward(s, in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data(), in.dO.data(), dQ.data(), dK.data(),
-                      dV.data(), D.data(), path);
+        fa2::backward(s, in.Q, in.K, in.V, O.data(), L.data(), in.dO, dQ.data(), dK.data(), dV.data(), D.data(), path);
       },
       ladder::attention_bwd_work(s));
 }
@@ -58,33 +47,28 @@ void bench_backward(benchmark::State& state, fa2::DqPath path, int d, int N, boo
 void bench_forward(benchmark::State& state, int d, int N, bool causal) {
   if (!ladder::gpu_or_skip(state)) return;
   const ladder::AttentionShape s = shape(d, N, causal);
-  Inputs& in = inputs(d);
+  const Inputs in = inputs(d);
   ladder::DeviceBuffer<float> O(s.elems()), L(s.rows());
   ladder::run_gpu(
-      state, [&] { fa2::forward(s, in.Q.data(), in.K.data(), in.V.data(), O.data(), L.data()); },
-      ladder::attention_fwd_work(s));
+      state, [&] { fa2::forward(s, in.Q, in.K, in.V, O.data(), L.data()); }, ladder::attention_fwd_work(s));
 }
 
 // Times backward() only; its forward() (which leaves P behind) runs once before.
 void bench_standard(benchmark::State& state, int d, int N, bool causal) {
   if (!ladder::gpu_or_skip(state)) return;
   const ladder::AttentionShape s = shape(d, N, causal);
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t need = 2 * ladder::StandardAttention::score_bytes(s) + 4 * s.elems() * sizeof(float);
-  if (need > free_bytes / 10 * 9) {
-    state.SkipWithError(("the N x N buffers P and dS need " + std::to_string(need >> 20) + " MiB, " +
-                         std::to_string(free_bytes >> 20) + " MiB free")
+  if (!ladder::StandardAttention::fits(s, /*with_backward=*/true)) {
+    state.SkipWithError(("the N x N buffers P and dS need 2 x " +
+                         std::to_string(ladder::StandardAttention::score_bytes(s) >> 20) + " MiB: more than is free")
                             .c_str());
     return;
   }
-  Inputs& in = inputs(d);
+  const Inputs in = inputs(d);
   ladder::DeviceBuffer<float> O(s.elems()), dQ(s.elems()), dK(s.elems()), dV(s.elems());
   ladder::StandardAttention standard(s, /*with_backward=*/true);
-  standard.forward(in.Q.data(), in.K.data(), in.V.data(), O.data());
+  standard.forward(in.Q, in.K, in.V, O.data());
   ladder::run_gpu(
-      state,
-      [&] { standard.backward(in.Q.data(), in.K.data(), in.V.data(), in.dO.data(), dQ.data(), dK.data(), dV.data()); },
+      state, [&] { standard.backward(in.Q, in.K, in.V, in.dO, dQ.data(), dK.data(), dV.data()); },
       ladder::attention_bwd_work(s));
 }
 
