@@ -32,12 +32,6 @@ void matmul(Kernel k, int M, int N, int K, const float* A, const float* B, float
 
 // This chapter's kernels as contenders of the shared matmul harness, in ladder order
 // (chapter 03 runs them too).
-inline std::vector<mm::Contender<float>> contenders() {
-  std::vector<mm::Contender<float>> all;
-  for (Kernel k : kAll)
-    all.push_back(
-        {name(k), [k](int M, int N, int K, const float* A, const float* B, float* C) { matmul(k, M, N, K, A, B, C); }});
-  return all;
-}
+inline std::vector<mm::Contender<float>> contenders() { return mm::contenders<float>(kAll, name, matmul); }
 
 }  // namespace naive

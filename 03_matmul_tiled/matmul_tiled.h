@@ -40,12 +40,6 @@ bool register_tiled_fast_path(int M, int N, int K, const void* A, const void* B,
 void matmul(Kernel k, int M, int N, int K, const float* A, const float* B, float* C, cudaStream_t stream = nullptr);
 
 // This chapter's kernels as contenders of the shared matmul harness, in ladder order.
-inline std::vector<mm::Contender<float>> contenders() {
-  std::vector<mm::Contender<float>> all;
-  for (Kernel k : kAll)
-    all.push_back(
-        {name(k), [k](int M, int N, int K, const float* A, const float* B, float* C) { matmul(k, M, N, K, A, B, C); }});
-  return all;
-}
+inline std::vector<mm::Contender<float>> contenders() { return mm::contenders<float>(kAll, name, matmul); }
 
 }  // namespace tiled

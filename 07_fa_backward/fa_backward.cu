@@ -226,16 +226,8 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
       const auto rq = RQ::tile();
       float dQ_i[RQ::TM][RQ::TN] = {};
       acc_A_B<2>(dQ_i, dS_ij, ld_s, K_j, ld, rq, B_c);
-#pragma unroll
-      for (int a = 0; a < RQ::TM; ++a) {
-        const int r = i0 + rq.row(a);
-        if (r >= N) continue;
-#pragma unroll
-        for (int g = 0; g < RQ::TN / 4; ++g)
-          atomic_add4(dQ + std::size_t(r) * d + 4 * rq.col(g),
-                      make_float4(scale * dQ_i[a][4 * g], scale * dQ_i[a][4 * g + 1], scale * dQ_i[a][4 * g + 2],
-                                  scale * dQ_i[a][4 * g + 3]));
-      }
+      for_each_float4(dQ_i, rq, N - i0,
+                      [&](int r, int c, float4 v) { atomic_add4(dQ + std::size_t(i0 + r) * d + c, scaled(scale, v)); });
     }
     cp_async_wait_all();
     __syncthreads();  // the refilled tiles are visible; P_ij and dS_ij may be overwritten
@@ -310,15 +302,8 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
     __syncthreads();
   }
 
-#pragma unroll
-  for (int a = 0; a < RQ::TM; ++a) {
-    const int r = i0 + rq.row(a);
-    if (r >= N) continue;
-#pragma unroll
-    for (int g = 0; g < RQ::TN / 4; ++g)
-      *reinterpret_cast<float4*>(dQ + std::size_t(r) * d + 4 * rq.col(g)) = make_float4(
-          scale * dQ_i[a][4 * g], scale * dQ_i[a][4 * g + 1], scale * dQ_i[a][4 * g + 2], scale * dQ_i[a][4 * g + 3]);
-  }
+  for_each_float4(dQ_i, rq, N - i0,
+                  [&](int r, int c, float4 v) { sts4(dQ + std::size_t(i0 + r) * d + c, scaled(scale, v)); });
 }
 
 template <int d, bool kTwoLevel>

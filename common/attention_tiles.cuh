@@ -190,24 +190,29 @@ __device__ __forceinline__ void acc_At_B(float (&acc)[T::TM][T::TN], const float
   }
 }
 
-// O_h[i0 + r][c] = f(r, c, acc[a][b]) for this thread's micro-tile of an A B product
-// (rows r = t.row(a) < q_valid, float4 columns as in acc_A_B): 16-byte stores.
-template <int d, class T, class F>
-__device__ __forceinline__ void store_rows(float* O_h, int i0, int q_valid, const float (&acc)[T::TM][T::TN],
-                                           const T& t, F f) {
+// f(r, c, v) for each float4 of this thread's micro-tile of an A B product: rows
+// r = t.row(a) < rows, float4 columns c = 4 t.col(g) (as in acc_A_B), v = those 4 values.
+template <class T, class F>
+__device__ __forceinline__ void for_each_float4(const float (&acc)[T::TM][T::TN], const T& t, int rows, F f) {
 #pragma unroll
   for (int a = 0; a < T::TM; ++a) {
     const int r = t.row(a);
-    if (r >= q_valid) continue;
+    if (r >= rows) continue;
 #pragma unroll
-    for (int g = 0; g < T::TN / 4; ++g) {
-      const int c = 4 * t.col(g);
-      sts4(O_h + std::size_t(i0 + r) * d + c,
-           make_float4(f(r, c, acc[a][4 * g]), f(r, c + 1, acc[a][4 * g + 1]), f(r, c + 2, acc[a][4 * g + 2]),
-                       f(r, c + 3, acc[a][4 * g + 3])));
-    }
+    for (int g = 0; g < T::TN / 4; ++g)
+      f(r, 4 * t.col(g), make_float4(acc[a][4 * g], acc[a][4 * g + 1], acc[a][4 * g + 2], acc[a][4 * g + 3]));
   }
 }
+// O_h[i0 + r][c] = f(r, c, acc[a][b]) for this thread's micro-tile, rows r < q_valid: 16-byte stores.
+template <int d, class T, class F>
+__device__ __forceinline__ void store_rows(float* O_h, int i0, int q_valid, const float (&acc)[T::TM][T::TN],
+                                           const T& t, F f) {
+  for_each_float4(acc, t, q_valid, [&](int r, int c, float4 v) {
+    sts4(O_h + std::size_t(i0 + r) * d + c,
+         make_float4(f(r, c, v.x), f(r, c + 1, v.y), f(r, c + 2, v.z), f(r, c + 3, v.w)));
+  });
+}
+__device__ __forceinline__ float4 scaled(float s, float4 v) { return make_float4(s * v.x, s * v.y, s * v.z, s * v.w); }
 
 // ---- Masks and the softmax pieces ----
 

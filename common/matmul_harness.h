@@ -71,6 +71,17 @@ struct Contender {
   std::string name;
   std::function<void(int M, int N, int K, const In* A, const In* B, float* C)> run;
 };
+// A chapter's kernels as contenders, in ladder order: `all` its kernel enum values,
+// name(k) their names, matmul(k, M, N, K, A, B, C) the chapter's launcher.
+template <class In, class Kernels, class Name, class Matmul>
+std::vector<Contender<In>> contenders(const Kernels& all, Name name, Matmul matmul) {
+  std::vector<Contender<In>> out;
+  for (auto k : all)
+    out.push_back({name(k), [k, matmul](int M, int N, int K, const In* A, const In* B, float* C) {
+                     matmul(k, M, N, K, A, B, C, nullptr);
+                   }});
+  return out;
+}
 // The cuBLAS anchor of the family, measured in the same run.
 template <class In>
 Contender<In> cublas_contender();
