@@ -50,7 +50,13 @@ run_stage() {  # run_stage NAME CMD...: log to OUTDIR/logs/NAME.log, one summary
   rc=$?
   echo "| $name | $([[ $rc == 0 ]] && echo ok || echo "FAILED (rc $rc)") | $((SECONDS - t0)) |" >>"$SUMMARY"
   tail -n 5 "$OUT/logs/$name.log"
+  pack  # after every stage: a run stopped at the device's time limit still brings back what it did
   return $rc
+}
+pack() {
+  tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' --exclude='*.npy' -C "$OUT" logs bench ncu results accuracy \
+    $(cd "$OUT" && ls anchors.json anchors2.json 2>/dev/null) 2>/dev/null
+  cp "$SUMMARY" "$DEST/summary.md"
 }
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 
@@ -104,12 +110,10 @@ if want handoff; then
     run_stage "handoff_$chapter" bash ".handoff/$chapter/request.sh" "$BUILD" "$OUT/handoff/$chapter"
     cp "$OUT/logs/handoff_$chapter.log" "$OUT/handoff/$chapter/stage.log"
   done
-  tar -czf "$DEST/handoff.tgz" -C "$OUT" handoff
+  tar -czf "$DEST/handoff.tgz" --exclude='*.npy' --exclude='*.ncu-rep' -C "$OUT" handoff
 fi
 want results && run_stage results python3 scripts/results.py "$OUT" "$OUT/results"
 
-tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' -C "$OUT" logs bench ncu results accuracy \
-  $(cd "$OUT" && ls anchors.json anchors2.json 2>/dev/null)
-cp "$SUMMARY" "$DEST/summary.md"
+pack
 echo
 cat "$SUMMARY"

@@ -321,6 +321,41 @@ SUMMARY = {
 }
 
 
+def accuracy_table(csv_path, dest):
+    """Chapter 07's error vs N (accuracy_vs_n.py): a table per tensor and one plot."""
+    import csv
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy(csv_path, dest / "accuracy.csv")
+    rows = list(csv.DictReader(csv_path.read_text().splitlines()))
+    Ns = sorted({int(r["N"]) for r in rows})
+    tensors = list(dict.fromkeys(r["tensor"] for r in rows))
+    impls = list(dict.fromkeys(r["impl"] for r in rows))
+    err = {(int(r["N"]), r["tensor"], r["impl"]): float(r["rel_l2"]) for r in rows}
+    out = ["rel_l2 against an fp64 reference on the same fp32 inputs (B=1, H=2, d=64, dense, uniform [-1, 1) inputs), "
+           "from `accuracy_vs_n.py` in this run ([accuracy.csv](../results/07_fa_backward/accuracy.csv)).", ""]
+    fig, axes = plt.subplots(1, len(tensors), figsize=(4.2 * len(tensors), 3.8), squeeze=False)
+    for ax, t in zip(axes[0], tensors):
+        cols = [i for i in impls if any((n, t, i) in err for n in Ns)]
+        out += [f"**{t}**", "", "| N | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+        for n in Ns:
+            out.append(f"| {n} | " + " | ".join(f"{err[(n, t, i)]:.2e}" if (n, t, i) in err else "" for i in cols) + " |")
+        out.append("")
+        for i in cols:
+            ax.plot(Ns, [err.get((n, t, i)) for n in Ns], marker="o", label=i,
+                    linestyle="--" if "pytorch" in i else "-")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(t)
+        ax.set_xlabel("N")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("rel_l2 vs fp64")
+    axes[0][-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(dest / "accuracy.png", dpi=110)
+    plt.close(fig)
+    return "![error vs N](../results/07_fa_backward/accuracy.png)\n\n" + "\n".join(out)
+
+
 def summary_json(run, out):
     """results/summary.json from the run: one object per chapter, its headline ratios."""
     benches = {p.stem: parse(p)[1] for p in (run / "bench").glob("*.json") if not p.stem.endswith(".summary")}
@@ -475,6 +510,11 @@ def main():
         fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:heatmap",
              "![heatmap](../results/08_spilling_study/spill_heatmap.png)")
 
+    accuracy = run / "accuracy" / "07_fa_backward.csv"
+    if accuracy.exists():
+        md = accuracy_table(accuracy, out / "07_fa_backward")
+        if chapters_root:
+            fill(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
     summary_json(run, out)
     anchor_lines = anchors_section(run, out)
     lines = [f"# Results: {context.get('gpu', '?')}", "",
