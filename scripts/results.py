@@ -44,6 +44,11 @@ CONFIG = {
                                         ("standard_backward", "fa2_backward_atomic",
                                          "standard backward time / FA backward (atomic) time")]),
     "08_spilling_study": dict(metric="TFLOP/s", plot=False, csv="spill_table.csv"),
+    "09_tensor_core_matmul": dict(metric="TFLOP/s", baseline="anchor:cublas_bf16"),
+    "10_fa2_tensor_cores": dict(metric="TFLOP/s", plot=False,
+                                time_ratios=[("fwd_fa1norm", "fwd", "FA1-normalised forward time / FA2 forward time"),
+                                             ("bwd", "fwd", "backward time / forward time")]),
+    "11_flash_decoding": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", plot=False),
 }
 
 
@@ -293,6 +298,9 @@ def spill_reading(table_csv, ncu_csv):
 # (Chapters that compute their headline themselves write bench/<chapter>.summary.json,
 # which is merged as it is.)
 FA_SHAPE = {"d": "128", "N": "4096", "causal": "0"}
+TC_SHAPE = {"d": "128", "N": "4096", "B": "4", "H": "16", "causal": "0"}
+SDPA_D128 = {"kind": "sdpa_bf16", "shape": "B4 H16 N4096 d128", "causal": False}
+DECODE = {"B": "8", "Hq": "32", "Hkv": "8", "Nkv": "131072", "d": "128", "layout": "contiguous", "splits": "auto"}
 SUMMARY = {
     "01_vector_add": {"vs_copy": ("ratio", "01_vector_add", "float4", "anchor:cudaMemcpy_d2d", {"n": "268435456"},
                                   "GB/s")},
@@ -318,6 +326,19 @@ SUMMARY = {
         "vs_sdpa_efficient_fp32": ("anchor", "07_fa_backward", "fa2_backward_atomic", FA_SHAPE, "TFLOP/s",
                                    "anchors.json", {"kind": "attn_bwd", "impl": "sdpa-efficient float32",
                                                     "shape": "B4 H16 N4096 d128 causal=False"}, "tflops")},
+    "09_tensor_core_matmul": {"vs_cublas_bf16": ("best", "09_tensor_core_matmul", "anchor:cublas_bf16",
+                                                 {"M": "4096", "N": "4096", "K": "4096"}, "TFLOP/s")},
+    "10_fa2_tensor_cores": {
+        "fwd_vs_sdpa_flash": ("anchor", "10_fa2_tensor_cores", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
+                              dict(SDPA_D128, impl="flash"), "fwd_tflops"),
+        "bwd_vs_sdpa_flash": ("anchor", "10_fa2_tensor_cores", "bwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
+                              dict(SDPA_D128, impl="flash"), "bwd_tflops"),
+        "fwd_vs_sdpa_cudnn": ("anchor", "10_fa2_tensor_cores", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
+                              dict(SDPA_D128, impl="cudnn"), "fwd_tflops")},
+    "11_flash_decoding": {
+        "vs_copy": ("ratio", "11_flash_decoding", "decode", "anchor:cudaMemcpy_d2d", DECODE, "GB/s"),
+        "vs_sdpa_flash": ("anchor", "11_flash_decoding", "decode", DECODE, "GB/s", "anchors2.json",
+                          {"kind": "decode_bf16", "impl": "flash", "shape": "B8 Hq32 Hkv8 Nq1 Nkv131072 d128"}, "gbps")},
 }
 
 
@@ -381,7 +402,7 @@ def summary_json(run, out):
                 if a and b and b["ms"]:
                     v = a["ms"] / b["ms"]
             elif kind == "best":
-                rows = [r for r in benches.get(ch, []) if not r["error"] and not r["variant"].startswith("anchor:")
+                rows = [r for r in benches.get(ch, []) if not r["error"] and not r["variant"].startswith(("anchor:", "tune:"))
                         and all(r["params"].get(k) == x for k, x in spec[3].items())]
                 base = find(ch, spec[2], spec[3])
                 if rows and base:
