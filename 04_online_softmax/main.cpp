@@ -140,6 +140,11 @@ int main(int argc, char** argv) {
     const int B = static_cast<int>(args.integer("--B", 2));
     args.done();
     if ((R > 0) != (C > 0)) throw std::invalid_argument("--R and --C go together: give both or neither");
+    if (R > 0) {  // the input, the output and the fp64 reference of the matrix
+      ladder::check_device_memory("--R " + std::to_string(R) + " --C " + std::to_string(C), 8.0 * R * C);
+      ladder::check_cpu_work("the fp64 reference of " + std::to_string(R) + " x " + std::to_string(C), double(R) * C,
+                             4e9);
+    }
 
     ladder::Report report("04_online_softmax", flags.summary);
     check_trace(report, {1, 3, 2}, osm::print_trace(report.out(), {1, 3, 2}, 2));

@@ -133,13 +133,14 @@ int main(int argc, char** argv) {
     timed.B = static_cast<int>(args.integer("--B", 4));
     timed.H = static_cast<int>(args.integer("--H", 16));
     timed.N = static_cast<int>(args.integer("--N", 4096));
-    const int check_N = static_cast<int>(args.integer("--check-N", 999));
-    const int repeats = static_cast<int>(args.integer("--repeats", 10));
+    const int check_N = static_cast<int>(args.integer("--check-N", 999, 1, 16384));
+    const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string csv = args.text("--csv");
-    const std::string profile = args.text("--profile");
+    const std::string profile = args.choice("--profile", {"normal", "local", "capped"}, "");
     args.done();
-    if (!profile.empty() && profile != "normal" && profile != "local" && profile != "capped")
-      throw std::invalid_argument("--profile takes normal, local or capped, got '" + profile + "'");
+    ladder::check_device_memory("shape B=" + std::to_string(timed.B) + " H=" + std::to_string(timed.H) +
+                                    " N=" + std::to_string(timed.N) + " at d = 256 (Q, K, V, O)",
+                                4.0 * 4.0 * timed.B * timed.H * timed.N * 256);
 
     ladder::Report report("08_spilling_study", flags.summary);
     std::vector<Row> rows;
