@@ -3,6 +3,7 @@
 #include <tuple>
 #include <vector>
 
+#include "coalescing_model.h"
 #include "device_buffer.h"
 #include "gtest_helpers.h"
 #include "matmul_harness.h"
@@ -41,6 +42,54 @@ TEST(CpuNaiveMatmul, GridPastCudaLimitIsRejected) {
   EXPECT_THROW(naive::grid(Kernel::RowPerX, 1, most + 1), std::invalid_argument);
   EXPECT_NO_THROW(naive::grid(Kernel::ColPerX, most, 1));
   EXPECT_THROW(naive::grid(Kernel::ColPerX, most + 1, 1), std::invalid_argument);
+}
+
+// The warp model against the closed forms of the README's table: a request costs its
+// distinct 32-byte sectors.
+TEST(CpuCoalescingModel, OneWarpAtEveryStepMatchesTheClosedForms) {
+  using naive::Operand;
+  for (auto [M, N, K] : std::vector<std::tuple<int, int, int>>{{4096, 4096, 4096}, {64, 48, 40}, {1000, 1000, 8}}) {
+    for (int step : {0, 1, 7, K - 1}) {
+      // naive_row_per_x: lanes are 32 rows. A[row, k]: 32 addresses K floats apart, one sector
+      // each once K >= 8 (32 bytes); B[k, col]: one address; C: a column, one sector per lane.
+      const auto a = naive::warp_request(Kernel::RowPerX, Operand::A, M, N, K, 0, 0, 0, step);
+      EXPECT_EQ(a.distinct, 32);
+      EXPECT_EQ(a.sectors, 32) << "K=" << K;
+      EXPECT_EQ(a.lines, K >= 32 ? 32 : K);  // rows 4K bytes apart: 128 / 4K rows share a line
+      const auto b = naive::warp_request(Kernel::RowPerX, Operand::B, M, N, K, 0, 0, 0, step);
+      EXPECT_EQ(b.distinct, 1);
+      EXPECT_EQ(b.sectors, 1);
+      EXPECT_EQ(naive::warp_request(Kernel::RowPerX, Operand::C, M, N, K, 0, 0, 0, 0).sectors, 32);
+      // naive_col_per_x: lanes are 32 columns. A: one address; B and C: 32 consecutive
+      // floats, 4 sectors when the row starts on a 32-byte boundary, else 5.
+      EXPECT_EQ(naive::warp_request(Kernel::ColPerX, Operand::A, M, N, K, 0, 0, 0, step).distinct, 1);
+      const auto row_b = naive::warp_request(Kernel::ColPerX, Operand::B, M, N, K, 0, 0, 0, step);
+      EXPECT_EQ(row_b.distinct, 32);
+      EXPECT_EQ(row_b.sectors, (long long)step * N % 8 == 0 ? 4 : 5) << "N=" << N << " step=" << step;
+      EXPECT_EQ(row_b.useful_bytes(), 128);
+    }
+  }
+}
+
+TEST(CpuCoalescingModel, LanesPastTheEdgeOfCDoNotTakePart) {
+  // M = 20: lanes 20..31 of naive_row_per_x's first warp have no row; N = 20 the same for naive_col_per_x.
+  EXPECT_EQ(naive::warp_request(Kernel::RowPerX, naive::Operand::A, 20, 64, 64, 0, 0, 0, 0).active, 20);
+  EXPECT_EQ(naive::warp_request(Kernel::ColPerX, naive::Operand::B, 64, 20, 64, 0, 0, 0, 0).active, 20);
+  // M = 40: in block y = 1, warp 8 would compute row 32 + 8 = 40: the whole warp sits out.
+  EXPECT_EQ(naive::warp_request(Kernel::ColPerX, naive::Operand::B, 40, 64, 64, 0, 1, 8, 0).active, 0);
+}
+
+// Over a whole k loop the strided warp asks for K x 32 sectors but only 32 K / 8 distinct
+// ones: each sector holds 8 consecutive k of a row, so a cache that keeps the warp's 32
+// sectors between steps serves 7 of every 8 requests.
+TEST(CpuCoalescingModel, TheLoopRequestsEightTimesTheDistinctSectors) {
+  const int K = 256;
+  const auto t = naive::loop_traffic(Kernel::RowPerX, naive::Operand::A, 64, 64, K);
+  EXPECT_EQ(t.requested_sectors, 32LL * K);
+  EXPECT_EQ(t.distinct_sectors, 32LL * K / 8);
+  const auto c = naive::loop_traffic(Kernel::ColPerX, naive::Operand::B, 64, 64, K);
+  EXPECT_EQ(c.requested_sectors, 4LL * K);
+  EXPECT_EQ(c.distinct_sectors, 4LL * K);
 }
 
 TEST(CpuMatmulHarness, SampledRowsAreSortedDistinctAndIncludeFirstAndLast) {

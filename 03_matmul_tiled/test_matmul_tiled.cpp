@@ -4,6 +4,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bank_model.h"
 #include "device_buffer.h"
 #include "gtest_helpers.h"
 #include "matmul_tiled.h"
@@ -59,6 +60,49 @@ TEST(CpuTiledMatmul, RegisterTiledFastPathNeedsWholeTilesAndAlignment) {
   EXPECT_FALSE(tiled::register_tiled_fast_path(4096, 4096, 4096, misaligned, aligned, aligned));
   EXPECT_FALSE(tiled::register_tiled_fast_path(4096, 4096, 4096, aligned, misaligned, aligned));
   EXPECT_FALSE(tiled::register_tiled_fast_path(4096, 4096, 4096, aligned, aligned, misaligned));
+}
+
+// The bank model against the closed forms. A scalar request costs max over banks of the
+// distinct words that bank must deliver; a float4 request is 4 quarter-warp phases.
+TEST(CpuBankModel, ClosedForms) {
+  std::vector<long> words(32);
+  for (int stride : {1, 2, 4, 8, 16, 32, 33, 64, 65}) {
+    // lane l reads word l * stride: gcd(stride, 32) lanes share each bank they hit.
+    int g = 1;
+    while (g < 32 && stride % (2 * g) == 0) g *= 2;
+    for (int l = 0; l < 32; ++l) words[l] = long(l) * stride;
+    EXPECT_EQ(banks::cost(words, 1).wavefronts, g) << "stride " << stride;
+  }
+  for (int l = 0; l < 32; ++l) words[l] = 7;  // one word for all: a broadcast
+  EXPECT_EQ(banks::cost(words, 1).wavefronts, 1);
+  for (int l = 0; l < 32; ++l) words[l] = 4L * l;  // consecutive float4s: 4 phases of 128 bytes
+  EXPECT_EQ(banks::cost(words, 4).wavefronts, 4);
+  EXPECT_EQ(banks::cost(words, 4).ideal, 4);
+  for (int l = 0; l < 32; ++l) words[l] = l < 16 ? l : -1;  // half the lanes sit out
+  EXPECT_EQ(banks::cost(words, 1).wavefronts, 1);
+}
+
+// What the chapter's kernels rely on: its padding turns each conflict into one pass, and
+// the unpadded versions really conflict (README, "Shared-memory banks").
+TEST(CpuBankModel, ThePaddingOfEachKernelRemovesItsConflict) {
+  for (const banks::Scenario& s : banks::scenarios()) {
+    const banks::Cost c = s.cost();
+    if (s.name.rfind("smem_tiled", 0) == 0) {
+      EXPECT_EQ(c.wavefronts, c.ideal) << s.name << ": no padding needed";
+    } else if (s.pad == 0) {
+      EXPECT_GT(c.wavefronts, c.ideal) << s.name << " without padding";
+    } else {
+      EXPECT_EQ(c.wavefronts, c.ideal) << s.name << " with pad " << s.pad;
+    }
+    if (s.pad != 0) continue;
+    if (s.name == "32 x 32 tile column read") {
+      EXPECT_EQ(c.worst_bank, 32);
+    } else if (s.name == "register_tiled A_tile store") {
+      EXPECT_EQ(c.worst_bank, 2);
+    } else if (s.name.rfind("FA tiles", 0) == 0) {
+      EXPECT_EQ(c.wavefronts, 32);  // 8-way in each of 4 phases
+    }
+  }
 }
 
 // Shapes with M != N != K around every boundary the kernels have: 1, the tiles

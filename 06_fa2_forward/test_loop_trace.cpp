@@ -47,6 +47,13 @@ TEST(CpuFa2LoopTrace, SharedMemoryPartsAddUpToTheKernelsRequest) {
   EXPECT_EQ(fa2::tiles({1, 1, 1, 128, false}, 0).smem_bytes, std::size_t(166.5 * 1024));
 }
 
+// Why d > 128 is refused (README): at d = 256 the same tiles would need more shared memory
+// than any GPU gives one block.
+TEST(CpuFa2LoopTrace, HeadDim256WouldNotFit) {
+  EXPECT_EQ(fa2::smem_bytes(256, 128, 64), std::size_t(294.5 * 1024));
+  EXPECT_GT(fa2::smem_bytes(256, 128, 64), ladder::kH200SmemPerBlock);
+}
+
 TEST(CpuFa2LoopTrace, EveryRowOfOBelongsToOneWarp) {
   for (int d : {32, 64, 128}) {
     const std::vector<int> owner = fa2::o_owner_warps(d);

@@ -27,8 +27,14 @@ int max_blocks_per_dq_tile(const std::vector<BackwardVisit>& visits) {
 
 std::vector<fa1::SmemPart> backward_smem_parts(int d, const BackwardTiles& t) {
   const long ld = d + 4, ld_s = t.B_c + 4;
-  return {{"K_j", t.B_c * ld},         {"V_j", t.B_c * ld},           {"Q_i", t.B_r * ld}, {"dO_i", t.B_r * ld},
+  return {{"K_j", t.B_c * ld},          {"V_j", t.B_c * ld},           {"Q_i", t.B_r * ld},        {"dO_i", t.B_r * ld},
           {"P_ij", long(t.B_r) * ld_s}, {"dS_ij", long(t.B_r) * ld_s}, {"L_i and D_i", 2L * t.B_r}};
+}
+
+std::vector<fa1::SmemPart> dq_smem_parts(int d, const BackwardTiles& t) {
+  const long ld = d + 4, ld_s = t.B_c + 4;
+  return {{"Q_i", t.B_r * ld}, {"dO_i", t.B_r * ld},          {"K_j (two buffers)", 2L * t.B_c * ld},
+          {"V_j", t.B_c * ld}, {"dS_ij", long(t.B_r) * ld_s}, {"L_i and D_i", 2L * t.B_r}};
 }
 
 }  // namespace fa2

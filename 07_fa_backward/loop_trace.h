@@ -22,8 +22,7 @@ struct BackwardVisit {
 };
 // rotate = false: the loop as it would be without the rotation (every block starts at
 // tile 0), for comparison.
-std::vector<BackwardVisit> backward_trace(const ladder::AttentionShape& s, const BackwardTiles& t,
-                                          bool rotate = true);
+std::vector<BackwardVisit> backward_trace(const ladder::AttentionShape& s, const BackwardTiles& t, bool rotate = true);
 
 // The most blocks that add into one dQ_i tile in the same step (1: no two collide),
 // assuming the blocks of a head run in lock step.
@@ -31,5 +30,7 @@ int max_blocks_per_dq_tile(const std::vector<BackwardVisit>& visits);
 
 // Shared memory of one dk_dv_kernel block, part by part, in floats.
 std::vector<fa1::SmemPart> backward_smem_parts(int d, const BackwardTiles& t);
+// The same for dq_kernel (the deterministic path): Q_i, dO_i, two K_j buffers, V_j, dS_ij.
+std::vector<fa1::SmemPart> dq_smem_parts(int d, const BackwardTiles& t);
 
 }  // namespace fa2

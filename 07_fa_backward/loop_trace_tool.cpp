@@ -28,9 +28,11 @@ int main(int argc, char** argv) {
       out << "kernel,B_r,B_c,T_r,T_c,smem_bytes\n"
           << "fa1," << t1.B_r << ',' << t1.B_c << ',' << t1.T_r << ',' << t1.T_c << ',' << t1.smem_bytes << '\n'
           << "fa2," << t2.B_r << ',' << t2.B_c << ',' << t2.T_r << ',' << t2.T_c << ',' << t2.smem_bytes << '\n';
-      long floats = 0;
+      long floats = 0, dq_floats = 0;
       for (const fa1::SmemPart& p : fa2::backward_smem_parts(s.d, tb)) floats += p.floats;
-      out << "bwd," << tb.B_r << ',' << tb.B_c << ',' << tb.T_r << ',' << tb.T_c << ',' << 4 * floats << '\n';
+      for (const fa1::SmemPart& p : fa2::dq_smem_parts(s.d, tb)) dq_floats += p.floats;
+      out << "bwd," << tb.B_r << ',' << tb.B_c << ',' << tb.T_r << ',' << tb.T_c << ',' << 4 * floats << '\n'
+          << "bwd_dq," << tb.B_r << ',' << tb.B_c << ',' << tb.T_r << ',' << tb.T_c << ',' << 4 * dq_floats << '\n';
     } else if (what == "fa1") {
       out << "block,step,i,j,Q_read,K_read,V_read,O_read,O_write,lm_read,lm_write\n";
       for (const fa1::Visit& v : fa1::loop_trace(s, t1))
@@ -48,9 +50,12 @@ int main(int argc, char** argv) {
           out << rotate << ',' << v.block << ',' << v.step << ',' << v.i << ',' << v.j << '\n';
     } else if (what == "smem") {
       out << "kernel,part,floats\n";
-      for (const fa1::SmemPart& p : fa1::smem_parts(s.d, t1.B_r, t1.B_c)) out << "fa1," << p.name << ',' << p.floats << '\n';
-      for (const fa1::SmemPart& p : fa2::smem_parts(s.d, t2.B_r, t2.B_c)) out << "fa2," << p.name << ',' << p.floats << '\n';
-      for (const fa1::SmemPart& p : fa2::backward_smem_parts(s.d, tb)) out << "bwd," << p.name << ',' << p.floats << '\n';
+      for (const fa1::SmemPart& p : fa1::smem_parts(s.d, t1.B_r, t1.B_c))
+        out << "fa1," << p.name << ',' << p.floats << '\n';
+      for (const fa1::SmemPart& p : fa2::smem_parts(s.d, t2.B_r, t2.B_c))
+        out << "fa2," << p.name << ',' << p.floats << '\n';
+      for (const fa1::SmemPart& p : fa2::backward_smem_parts(s.d, tb))
+        out << "bwd," << p.name << ',' << p.floats << '\n';
     } else {
       out << "row,col,warp\n";
       const std::vector<int> owner = fa2::o_owner_warps(s.d);

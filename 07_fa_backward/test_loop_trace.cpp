@@ -44,6 +44,12 @@ TEST(CpuFaBackwardLoopTrace, SharedMemoryMatchesTheReadme) {
       floats += p.floats;
     EXPECT_EQ(4.0 * floats, kib * 1024) << "d=" << d;
   }
+  // dq_kernel (the deterministic path) double-buffers K_j: the top README's "Other GPUs" table.
+  for (auto [d, kib] : std::vector<std::pair<int, double>>{{32, 62.5}, {64, 102.5}, {128, 182.5}}) {
+    long floats = 0;
+    for (const fa1::SmemPart& p : fa2::dq_smem_parts(d, fa2::backward_tiles({1, 1, 64, d, false}))) floats += p.floats;
+    EXPECT_EQ(4.0 * floats, kib * 1024) << "d=" << d;
+  }
 }
 
 }  // namespace

@@ -16,7 +16,8 @@
 # Everything is written to a work folder, then packed as OUTDIR/evidence.tgz (bench, ncu, results,
 # logs) next to OUTDIR/summary.md: two files, which is what the device tool can bring back.
 # Environment: LADDER_ONLY="01_vector_add;..." to build a subset; BENCH_MIN_TIME (default 0.2s);
-#              CTEST_EXCLUDE, a regex of CTest entries to leave out;
+#              CTEST_EXCLUDE, a regex of CTest entries to leave out; BENCH_CHAPTERS, a regex of the
+#              chapters whose benchmarks run (default: all);
 #              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON).
 set -uo pipefail
 DEST=${1:?usage: scripts/gpu_check.sh OUTDIR}
@@ -76,6 +77,7 @@ want sanitizer && run_stage sanitizer ctest --test-dir "$BUILD" -L sanitizer "${
 if want bench; then
   for bench in "$BUILD"/bin/*_bench; do
     chapter=$(basename "$bench" _bench)
+    [[ -n ${BENCH_CHAPTERS:-} && ! $chapter =~ ${BENCH_CHAPTERS} ]] && continue
     run_stage "bench_$chapter" "$bench" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
       --benchmark_out="$OUT/bench/$chapter.json" --benchmark_out_format=json
   done

@@ -42,8 +42,8 @@ void check(Backward backward, std::uint64_t seed) {
       };
       const double h = 1e-6;
       for (int k = 0; k < n; ++k) {
-        const std::string where = "n=" + std::to_string(n) + (masked ? " (causal row)" : "") + ", ds[" +
-                                  std::to_string(k) + "]";
+        const std::string where =
+            "n=" + std::to_string(n) + (masked ? " (causal row)" : "") + ", ds[" + std::to_string(k) + "]";
         if (std::isinf(s[k])) {  // a masked key: nothing flows back to it
           EXPECT_EQ(ds[k], 0.0) << where << ": a masked key has p = 0, so ds = 0";
           continue;

@@ -1,0 +1,151 @@
+// FA2 on tensor cores at the PyTorch anchor shapes (../shared/anchors, torch_anchors2.py:
+// SDPA flash and cuDNN, bf16), forward and backward, dense and causal, GQA 32:8; the FA1
+// normalisation beside the FA2 one; the tile-config sweep; and the fp32 kernels of
+// chapters 06 and 07 (and chapter 06's kernel with each normalisation) for the side by side.
+//   fwd, fwd_fa1norm, bwd (atomic dQ), bwd_det     the default tile configs
+//   fwd_cfg<i>_<name>, bwd_cfg<i>_<name>           the other configs (tuning)
+//   fp32_fwd_fa2norm, fp32_fwd_fa1norm             chapter 06's loop with each normalisation
+//   fp32_ch06_fwd, fp32_ch07_bwd                   chapters 06 and 07 as published
+// TFLOP/s with the FA convention (common/work.h): 4 B H N N_kv d forward, halved causal,
+// backward 2.5x.
+#include <string>
+#include <vector>
+
+#include "06_fa2_forward/fa_forward.h"
+#include "07_fa_backward/fa_backward.h"
+#include "bench.h"
+#include "fa2_tc.h"
+
+namespace {
+
+using ladder::AttentionShape;
+using ladder::bf16;
+
+AttentionShape shape(int B, int H, int H_kv, int N, int d, bool causal) {
+  AttentionShape s{B, H, N, d, causal};
+  s.H_kv = H_kv;
+  return s;
+}
+
+std::string keys(const AttentionShape& s) {
+  return "/d=" + std::to_string(s.d) + "/N=" + std::to_string(s.N) + "/B=" + std::to_string(s.B) +
+         "/H=" + std::to_string(s.H) + (s.hkv() != s.H ? "/H_kv=" + std::to_string(s.hkv()) : "") +
+         "/causal=" + std::to_string(int(s.causal));
+}
+
+struct Tensors {
+  const bf16 *Q, *K, *V, *dO;
+  bf16 *O, *dQ, *dK, *dV;
+  float *L, *workspace;
+};
+Tensors tensors(const AttentionShape& s) {
+  return {ladder::bench_input<bf16>(s.elems(), 1),
+          ladder::bench_input<bf16>(s.kv_elems(), 2),
+          ladder::bench_input<bf16>(s.kv_elems(), 3),
+          ladder::bench_input<bf16>(s.elems(), 4),
+          ladder::bench_output<bf16>(s.elems(), 0),
+          ladder::bench_output<bf16>(s.elems(), 1),
+          ladder::bench_output<bf16>(s.kv_elems(), 2),
+          ladder::bench_output<bf16>(s.kv_elems(), 3),
+          ladder::bench_output<float>(s.rows(), 0),
+          ladder::bench_output<float>(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic), 1)};
+}
+
+void bench_forward(benchmark::State& state, AttentionShape s, fa2tc::ForwardOptions opt) {
+  if (!ladder::gpu_or_skip(state)) return;
+  const Tensors t = tensors(s);
+  ladder::run_gpu(
+      state, [&] { fa2tc::forward(s, t.Q, t.K, t.V, t.O, t.L, opt); }, ladder::attention_fwd_work(s, 2));
+}
+
+void bench_backward(benchmark::State& state, AttentionShape s, fa2tc::BackwardOptions opt) {
+  if (!ladder::gpu_or_skip(state)) return;
+  const Tensors t = tensors(s);
+  fa2tc::forward(s, t.Q, t.K, t.V, t.O, t.L);  // the O and L the backward is given
+  ladder::run_gpu(
+      state, [&] { fa2tc::backward(s, t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace, opt); },
+      ladder::attention_bwd_work(s, 2));
+}
+
+enum class Fp32 { Fa2Norm, Fa1Norm, Ch06, Ch07 };
+void bench_fp32(benchmark::State& state, AttentionShape s, Fp32 which) {
+  if (!ladder::gpu_or_skip(state)) return;
+  const float *Q = ladder::bench_input<float>(s.elems(), 1), *K = ladder::bench_input<float>(s.elems(), 2),
+              *V = ladder::bench_input<float>(s.elems(), 3), *dO = ladder::bench_input<float>(s.elems(), 4);
+  float *O = ladder::bench_output<float>(s.elems(), 10), *L = ladder::bench_output<float>(s.rows(), 11);
+  switch (which) {
+    case Fp32::Fa2Norm:
+    case Fp32::Fa1Norm: {
+      const auto norm = which == Fp32::Fa2Norm ? fa2tc::Normalisation::FA2 : fa2tc::Normalisation::FA1;
+      return ladder::run_gpu(
+          state, [&] { fa2tc::forward_fp32(s, Q, K, V, O, L, norm); }, ladder::attention_fwd_work(s, 4));
+    }
+    case Fp32::Ch06:
+      return ladder::run_gpu(
+          state, [&] { fa2::forward(s, Q, K, V, O, L); }, ladder::attention_fwd_work(s, 4));
+    case Fp32::Ch07: {
+      float *dQ = ladder::bench_output<float>(s.elems(), 12), *dK = ladder::bench_output<float>(s.elems(), 13),
+            *dV = ladder::bench_output<float>(s.elems(), 14), *D = ladder::bench_output<float>(s.rows(), 15);
+      fa2::forward(s, Q, K, V, O, L);
+      return ladder::run_gpu(
+          state, [&] { fa2::backward(s, Q, K, V, O, L, dO, dQ, dK, dV, D); }, ladder::attention_bwd_work(s, 4));
+    }
+  }
+}
+
+const bool registered = [] {
+  // The anchor shapes of issue 12 (h200-torch-round2): B4 H16 N4096 at d = 64 and 128, and
+  // B1 H16 N16384 at d = 128, dense and causal.
+  std::vector<AttentionShape> anchors;
+  for (bool causal : {false, true}) {
+    anchors.push_back(shape(4, 16, 16, 4096, 64, causal));
+    anchors.push_back(shape(4, 16, 16, 4096, 128, causal));
+    anchors.push_back(shape(1, 16, 16, 16384, 128, causal));
+  }
+  for (const AttentionShape& s : anchors) {
+    const std::string k = keys(s);
+    ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_forward(st, s, {}); });
+    ladder::gpu_benchmark("fwd_fa1norm" + k, [s](benchmark::State& st) {
+      bench_forward(st, s, {fa2tc::Normalisation::FA1, 0, {}});
+    });
+    ladder::gpu_benchmark("bwd" + k, [s](benchmark::State& st) { bench_backward(st, s, {}); });
+    ladder::gpu_benchmark("bwd_det" + k, [s](benchmark::State& st) {
+      bench_backward(st, s, {fa2tc::DqPath::Deterministic, 0});
+    });
+  }
+  // GQA 32:8, causal (the SDPA flash anchor with enable_gqa is forward only).
+  const AttentionShape gqa = shape(4, 32, 8, 4096, 128, true);
+  ladder::gpu_benchmark("fwd" + keys(gqa), [gqa](benchmark::State& st) { bench_forward(st, gqa, {}); });
+  ladder::gpu_benchmark("bwd" + keys(gqa), [gqa](benchmark::State& st) { bench_backward(st, gqa, {}); });
+
+  // The tile-config sweep at B4 H16 N4096 (index 0 is the default, above).
+  for (int d : fa2tc::kSupportedD)
+    for (bool causal : {false, true}) {
+      const AttentionShape s = shape(4, 16, 16, 4096, d, causal);
+      const auto fwd = fa2tc::forward_configs(d), bwd = fa2tc::backward_configs(d);
+      for (int c = 1; c < int(fwd.size()); ++c)
+        ladder::gpu_benchmark("fwd_cfg" + std::to_string(c) + "_" + fwd[c].name + keys(s),
+                              [s, c](benchmark::State& st) {
+                                bench_forward(st, s, {fa2tc::Normalisation::FA2, c, {}});
+                              });
+      for (int c = 1; c < int(bwd.size()); ++c)
+        ladder::gpu_benchmark("bwd_cfg" + std::to_string(c) + "_" + bwd[c].name + keys(s),
+                              [s, c](benchmark::State& st) {
+                                bench_backward(st, s, {fa2tc::DqPath::Atomic, c});
+                              });
+    }
+
+  // fp32 on CUDA cores, dense, at the headline shapes of chapters 06 (d = 64) and 10 (d = 128).
+  for (int d : fa2tc::kSupportedD) {
+    const AttentionShape s = shape(4, 16, 16, 4096, d, false);
+    ladder::gpu_benchmark("fp32_fwd_fa2norm" + keys(s),
+                          [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Fa2Norm); });
+    ladder::gpu_benchmark("fp32_fwd_fa1norm" + keys(s),
+                          [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Fa1Norm); });
+    ladder::gpu_benchmark("fp32_ch06_fwd" + keys(s), [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch06); });
+    ladder::gpu_benchmark("fp32_ch07_bwd" + keys(s), [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch07); });
+  }
+  return true;
+}();
+
+}  // namespace

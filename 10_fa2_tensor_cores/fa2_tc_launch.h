@@ -1,0 +1,63 @@
+// Argument checks the launchers share: everything that can be wrong is reported as
+// std::invalid_argument before anything is launched (no GPU needed to see the message).
+// Internal to the chapter's .cu files.
+#pragma once
+
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "fa2_tc.h"
+#include "launch.h"
+
+namespace fa2tc {
+
+inline void check_shape(const ladder::AttentionShape& s, const std::string& who) {
+  ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
+  if (std::int64_t(s.N) * s.d > INT_MAX || std::int64_t(s.nkv()) * s.d > INT_MAX)
+    throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
+}
+
+inline void check_config(int config, int n_configs, int d, const std::string& who) {
+  if (config < 0 || config >= n_configs)
+    throw std::invalid_argument(who + ": tile config " + std::to_string(config) + " does not exist (0.." +
+                                std::to_string(n_configs - 1) + " at d=" + std::to_string(d) + ")");
+}
+
+// L (and D) are read and written one fp32 at a time.
+inline void check_row_vector(const float* L, const std::string& who, const char* name) {
+  ladder::check_pointers(who, {{name, L}}, alignof(float));
+}
+
+inline Strides packed_strides(const ladder::AttentionShape& s, Strides st) {
+  if (st.q_head == 0) st.q_head = std::int64_t(s.N) * s.d;
+  if (st.o_head == 0) st.o_head = std::int64_t(s.N) * s.d;
+  if (st.kv_head == 0) st.kv_head = std::int64_t(s.nkv()) * s.d;
+  if (st.l_head == 0) st.l_head = s.N;
+  return st;
+}
+
+inline void check_strides(const ladder::AttentionShape& s, const Strides& st, const std::string& who) {
+  struct Named {
+    const char* name;
+    std::int64_t value, one_head;
+    int multiple;
+  };
+  const Named all[] = {{"q_head", st.q_head, std::int64_t(s.N) * s.d, 8},
+                       {"o_head", st.o_head, std::int64_t(s.N) * s.d, 8},
+                       {"kv_head", st.kv_head, std::int64_t(s.nkv()) * s.d, 8},
+                       {"l_head", st.l_head, std::int64_t(s.N), 1}};
+  for (const Named& n : all) {
+    if (n.value == 0) continue;  // packed
+    if (n.value < n.one_head)
+      throw std::invalid_argument(who + ": stride " + n.name + " = " + std::to_string(n.value) +
+                                  " is less than one head (" + std::to_string(n.one_head) +
+                                  " elements): heads would overlap");
+    if (n.value % n.multiple != 0)
+      throw std::invalid_argument(who + ": stride " + n.name + " = " + std::to_string(n.value) +
+                                  " must be a multiple of 8 elements (16 bytes: cp.async)");
+  }
+}
+
+}  // namespace fa2tc
