@@ -108,8 +108,8 @@ __device__ __forceinline__ void recompute_P_and_dS(const float* Q_i, const float
   using Grid = WarpGrid<Cfg::B_r, Cfg::B_c, Cfg::kThreads>;
   const auto tile = Grid::tile();
   float S[Grid::TM][Grid::TN] = {}, dP[Grid::TM][Grid::TN] = {};
-  acc_A_Bt<d, 2>(S, Q_i, Cfg::ld, K_j, Cfg::ld, tile);
-  acc_A_Bt<d, 2>(dP, dO_i, Cfg::ld, V_j, Cfg::ld, tile);
+  acc_A_Bt<d, 2, false>(S, Q_i, Cfg::ld, K_j, Cfg::ld, tile);
+  acc_A_Bt<d, 2, false>(dP, dO_i, Cfg::ld, V_j, Cfg::ld, tile);
 #pragma unroll
   for (int a = 0; a < Grid::TM; ++a) {
     const int r = tile.row(a), query = i0 + r;

@@ -123,7 +123,11 @@ __device__ __forceinline__ void load_row_values_async(float* dst, const float* s
 
 // acc += A B^T  (S = Q_i K_j^T, dP = dO_i V_j^T): the sum runs along the rows of both
 // operands, float4 reads along k. Micro-tile rows are rows of A, columns rows of B.
-template <int K, int kUnroll = 4, class T>
+// kGrouped: each float4 pair as acc += (a.x b.x + a.y b.y + a.z b.z + a.w b.w), whose
+// products do not wait on acc (FA2 needs 180 registers at d = 128 this way, 210
+// chained, and spills at d = 64); chained: four FFMAs into acc, a fifth fewer
+// instructions, which chapter 07's recomputation wants (grouped cost it 5-9%, H200).
+template <int K, int kUnroll = 4, bool kGrouped = true, class T>
 __device__ __forceinline__ void acc_A_Bt(float (&acc)[T::TM][T::TN], const float* A, int lda, const float* B, int ldb,
                                          const T& t) {
 #pragma unroll(kUnroll)
@@ -136,8 +140,14 @@ __device__ __forceinline__ void acc_A_Bt(float (&acc)[T::TM][T::TN], const float
 #pragma unroll
     for (int i = 0; i < T::TM; ++i)
 #pragma unroll
-      for (int j = 0; j < T::TN; ++j)
-        acc[i][j] += a[i].x * b[j].x + a[i].y * b[j].y + a[i].z * b[j].z + a[i].w * b[j].w;
+      for (int j = 0; j < T::TN; ++j) {
+        if constexpr (kGrouped) {
+          acc[i][j] += a[i].x * b[j].x + a[i].y * b[j].y + a[i].z * b[j].z + a[i].w * b[j].w;
+        } else {
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[i][j] = fmaf(at(a[i], e), at(b[j], e), acc[i][j]);
+        }
+      }
   }
 }
 
