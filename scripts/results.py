@@ -210,7 +210,9 @@ def anchors_section(run, out):
                     p = r["params"]
                     ours[(kind, int(p["N"]), int(p["d"]), p["causal"] == "1")] = r["metric"]["TFLOP/s"]
     rows = []
-    for a in anchors:
+    own07 = run / "anchors_07_fa_backward.json"  # 07 re-measured in a later session, with its own anchors
+    bwd_anchors = json.loads(own07.read_text()) if own07.exists() else anchors
+    for a in [x for x in anchors if x["kind"] == "attn_fwd"] + [x for x in bwd_anchors if x["kind"] == "attn_bwd"]:
         m = re.match(r"B(\d+) H(\d+) N(\d+) d(\d+) causal=(\w+)", a["shape"])
         if a["kind"] in ("attn_fwd", "attn_bwd") and a["impl"] == "sdpa-efficient float32" and m:
             key = (a["kind"], int(m.group(3)), int(m.group(4)), m.group(5) == "True")
@@ -409,7 +411,9 @@ def summary_json(run, out):
                     v = max(value(r, spec[4]) for r in rows) / value(base, spec[4])
             elif kind == "anchor":
                 ours = find(ch, spec[2], spec[3])
-                path = run / spec[5]
+                # A chapter re-measured in another session brings its own anchors: anchors_<chapter>.json.
+                own = run / spec[5].replace(".json", f"_{ch}.json")
+                path = own if own.exists() else run / spec[5]
                 if ours and path.exists():
                     match = [a for a in json.loads(path.read_text())
                              if all(a.get(k) == x for k, x in spec[6].items()) and a.get(spec[7])]
@@ -426,8 +430,10 @@ def summary_json(run, out):
         context = parse(p)[0] or context
         if context:
             break
+    commits = {p.stem: parse(p)[0].get("git_commit", "?") for p in sorted((run / "bench").glob("*.json"))
+               if not p.stem.endswith(".summary")}
     doc = {"gpu": context.get("gpu", "?"), "date": context.get("date", "?"), "commit": context.get("git_commit", "?"),
-           "chapters": result}
+           "commit_per_chapter": {c: commits[c] for c in result if c in commits}, "chapters": result}
     (out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
     return doc
 
@@ -483,9 +489,9 @@ def main():
             m = re.match(r"^(\d\d_\w+)\s+(PASS|FAIL|CPU-ONLY)\s+(.*)$", line)
             if m:
                 ladder[m.group(1)] = (m.group(2), m.group(3))
-    anchors = run / "anchors.json"
-    if anchors.exists():
-        shutil.copy(anchors, out / "anchors.json")
+    for name in ("anchors.json", "anchors2.json"):
+        if (run / name).exists():
+            shutil.copy(run / name, out / name)
     ncu = run / "ncu"
     if ncu.exists():
         for f in ncu.glob("*.csv"):
@@ -538,9 +544,11 @@ def main():
             fill(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
     summary_json(run, out)
     anchor_lines = anchors_section(run, out)
-    lines = [f"# Results: {context.get('gpu', '?')}", "",
-             f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
-             "chapter folders comes from one `scripts/gpu_check.sh` run on that GPU.", "",
+    provenance = run / "PROVENANCE.md"  # where a publication joins more than one call, it says how
+    lines = [f"# Results: {context.get('gpu', '?')}", ""] + (
+        provenance.read_text().strip().splitlines() if provenance.exists() else
+        [f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
+         "chapter folders comes from one `scripts/gpu_check.sh` run on that GPU."]) + ["",
              f"- tests (CPU + GPU): {ctest_line(run / 'logs' / 'test.log')}",
              f"- compute-sanitizer (memcheck, racecheck): {ctest_line(run / 'logs' / 'sanitizer.log')}", "",
              "| chapter | check | the executable's summary line | tables and plot |", "|---|---|---|---|"]
