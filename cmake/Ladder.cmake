@@ -7,11 +7,13 @@
 #                      <chapter>.memcheck   label sanitizer: Gpu* under compute-sanitizer, small sizes
 #                      <chapter>.racecheck  (RACECHECK chapters) the same with --tool racecheck
 #                      <chapter>.synccheck  (SYNCCHECK chapters: mbarrier/TMA pipelines) --tool synccheck
+#                      <chapter>.exercise   (with -DLADDER_EXERCISES=ON) Exercise*: the learner's code in
+#                                           EXERCISES sources, in no default test run
 #   <chapter>_bench  Google Benchmark binary
 #
 #   ladder_add_chapter(01_vector_add
 #     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
-#     [LINK other_targets...] [RACECHECK] [SYNCCHECK])
+#     [LINK other_targets...] [RACECHECK] [SYNCCHECK] [EXERCISES exercises/*.cpp])
 
 # ladder_select_chapters(OUT "<LADDER_ONLY>" <all chapters...>): the chapters to build,
 # in ladder order: all of them, or those named plus, transitively, the chapters they
@@ -57,7 +59,7 @@ function(ladder_warnings target)
 endfunction()
 
 function(ladder_add_chapter name)
-  cmake_parse_arguments(PARSE_ARGV 1 CH "RACECHECK;SYNCCHECK" "MAIN" "LIBRARY;TEST;BENCH;LINK")
+  cmake_parse_arguments(PARSE_ARGV 1 CH "RACECHECK;SYNCCHECK" "MAIN" "LIBRARY;TEST;BENCH;LINK;EXERCISES")
 
   add_library(${name}_lib STATIC ${CH_LIBRARY})
   target_include_directories(${name}_lib PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
@@ -69,7 +71,7 @@ function(ladder_add_chapter name)
   ladder_warnings(${name})
   set_property(GLOBAL APPEND PROPERTY LADDER_EXECUTABLES ${name})
 
-  add_executable(${name}_test ${CH_TEST})
+  add_executable(${name}_test ${CH_TEST} ${CH_EXERCISES})
   target_link_libraries(${name}_test PRIVATE ${name}_lib ladder_gtest)
   ladder_warnings(${name}_test)
   add_test(NAME ${name}.cpu COMMAND ${name}_test --gtest_filter=Cpu*:*/Cpu*)
@@ -79,6 +81,11 @@ function(ladder_add_chapter name)
   # reports the entry as skipped rather than passed.
   set_tests_properties(${name}.gpu PROPERTIES LABELS gpu TIMEOUT 1800
     SKIP_REGULAR_EXPRESSION "GPU test skipped: no CUDA device")
+
+  if(CH_EXERCISES AND LADDER_EXERCISES)
+    add_test(NAME ${name}.exercise COMMAND ${name}_test --gtest_filter=Exercise*)
+    set_tests_properties(${name}.exercise PROPERTIES LABELS exercise)
+  endif()
 
   if(LADDER_COMPUTE_SANITIZER)
     set(tools memcheck)
