@@ -25,7 +25,7 @@ namespace {
 
 constexpr const char* kUsage =
     "  --R R --C C   one R x C matrix (default: 8192x8192, 32768x4096, 4096x32768, 262144x128\n"
-    "                and 2048x65536, the benchmark's shapes: 256-512 MiB each, far past the L2)\n"
+    "                and 2048x65536, the benchmark's shapes: 128-512 MiB each, far past the L2)\n"
     "  --repeats N   timed repeats per kernel (default 20)\n"
     "  --trace       the CPU parts only: the (m, l) trace and the fp16 overflow\n"
     "  --x a,b,...   trace this row as well (element by element and in blocks)\n"
