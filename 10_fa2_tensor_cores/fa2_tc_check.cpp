@@ -49,28 +49,6 @@ std::vector<float> OnDevice::D_host() const {
   return ws;
 }
 
-ladder::Comparison compare_L(const std::vector<float>& out, const std::vector<double>& ref) {
-  std::vector<float> o;
-  std::vector<double> r;
-  std::size_t mismatched = 0, first = 0;
-  for (std::size_t i = 0; i < ref.size() && i < out.size(); ++i) {
-    if (std::isinf(ref[i]) && ref[i] < 0) {
-      if (!(std::isinf(out[i]) && out[i] < 0) && mismatched++ == 0) first = i;
-      continue;
-    }
-    o.push_back(out[i]);
-    r.push_back(ref[i]);
-  }
-  ladder::Comparison c = ladder::compare(o, r);
-  c.size_mismatch = out.size() != ref.size();
-  c.n = ref.size();
-  if (mismatched > 0) {
-    if (c.nonfinite == 0) c.first_nonfinite = first;
-    c.nonfinite += mismatched;
-  }
-  return c;
-}
-
 std::vector<double> expected_D(const ladder::AttentionShape& s, const std::vector<float>& dO,
                                const std::vector<float>& O) {
   std::vector<double> D(s.rows(), 0.0);

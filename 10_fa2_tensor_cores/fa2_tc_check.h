@@ -17,8 +17,7 @@ namespace fa2tc {
 // L = m + log l is fp32 throughout: scores from exact bf16 x bf16 products summed over d
 // by the tensor cores (truncating, at most ~d 2^-24 relative), an fp32 row sum, logf.
 // Measured errors sit near 1e-7; any masking or scaling bug moves L by > 1e-4.
-// TODO(lead): move to common/compare.h.
-inline constexpr ladder::Bound kBf16AttentionL{1e-5, "L: fp32 scores of exact bf16 products, fp32 row sums, logf"};
+inline constexpr ladder::Bound kBf16AttentionL = ladder::kLse;  // common/compare.h
 
 // Q, K, V, dO uniform in [-1, 1) (Q times q_scale), rounded to bf16; kept as float.
 struct Problem {
@@ -43,9 +42,9 @@ struct OnDevice {
   std::vector<float> dV_host() const;
 };
 
-// L against the reference: rows the reference gives -inf (they see no key) must be -inf
-// exactly; each that is not counts as non-finite. The rest are compared as usual.
-ladder::Comparison compare_L(const std::vector<float>& out, const std::vector<double>& ref);
+// L against the reference (common/compare.h): rows the reference gives -inf (they see no
+// key) must be -inf exactly; each that is not counts as non-finite.
+using ladder::compare_lse;
 
 // D_i = rowsum(dO_i * O_i) in fp64 from the O the backward was given.
 std::vector<double> expected_D(const ladder::AttentionShape& s, const std::vector<float>& dO,

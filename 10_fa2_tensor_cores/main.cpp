@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
         dev.forward(opt);
         const std::string n = fa2tc::name(norm);
         report.check("O " + n + " " + what, ladder::compare(dev.O_host(), fwd.O), ladder::kBf16Attention);
-        report.check("L " + n + " " + what, fa2tc::compare_L(dev.L_host(), fwd.L), fa2tc::kBf16AttentionL);
+        report.check("L " + n + " " + what, fa2tc::compare_lse(dev.L_host(), fwd.L), fa2tc::kBf16AttentionL);
       }
       dev.forward(fwd_opt);  // the FA2 O and L the backward is given, as in training
       const std::vector<float> O = dev.O_host(), L = dev.L_host();

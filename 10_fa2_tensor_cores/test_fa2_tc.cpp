@@ -55,10 +55,10 @@ TEST(CpuFa2Tc, BackwardWorkspaceHoldsDAndTheDqAccumulator) {
 
 TEST(CpuFa2Tc, RowsWithoutKeysMustBeMinusInfinity) {
   const double inf = INFINITY;
-  EXPECT_TRUE(fa2tc::compare_L({-INFINITY, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
-  EXPECT_FALSE(fa2tc::compare_L({0.0f, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
-  EXPECT_FALSE(fa2tc::compare_L({NAN, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
-  EXPECT_FALSE(fa2tc::compare_L({-INFINITY, 1.1f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
+  EXPECT_TRUE(fa2tc::compare_lse({-INFINITY, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
+  EXPECT_FALSE(fa2tc::compare_lse({0.0f, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
+  EXPECT_FALSE(fa2tc::compare_lse({NAN, 1.0f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
+  EXPECT_FALSE(fa2tc::compare_lse({-INFINITY, 1.1f}, {-inf, 1.0}).within(fa2tc::kBf16AttentionL));
 }
 
 TEST(CpuFa2Tc, BadInputIsRejectedBeforeAnyLaunch) {
@@ -137,7 +137,7 @@ void expect_forward_correct(const fa2tc::Problem& p, int config = 0, float q_sca
                              fa2tc::forward_configs(s.d)[config].name + ", " + s.str() +
                              (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
     EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
-    const ladder::Comparison L = fa2tc::compare_L(dev.L_host(), ref.L);
+    const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), ref.L);
     EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= kLMaxAbs * q_scale_note)
         << "L, " << what << ": " << L.str() << " (bound: max_abs " << kLMaxAbs * q_scale_note << ")";
   }

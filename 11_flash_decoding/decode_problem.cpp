@@ -147,28 +147,6 @@ void OnDevice::run_fa2tc() {
   decode_with_fa2tc(s_, Q_.data(), cache(CacheKind::Contiguous), O_.data(), LSE_.data());
 }
 
-ladder::Comparison compare_lse(const std::vector<float>& out, const std::vector<double>& ref) {
-  std::vector<float> o;
-  std::vector<double> r;
-  std::size_t mismatched = 0, first = 0;
-  for (std::size_t i = 0; i < ref.size() && i < out.size(); ++i) {
-    if (std::isinf(ref[i]) && ref[i] < 0) {
-      if (!(std::isinf(out[i]) && out[i] < 0) && mismatched++ == 0) first = i;
-      continue;
-    }
-    o.push_back(out[i]);
-    r.push_back(ref[i]);
-  }
-  ladder::Comparison c = ladder::compare(o, r);
-  c.size_mismatch = out.size() != ref.size();
-  c.n = ref.size();
-  if (mismatched > 0) {
-    if (c.nonfinite == 0) c.first_nonfinite = first;
-    c.nonfinite += mismatched;
-  }
-  return c;
-}
-
 std::string where(const DecodeShape& s, std::size_t index, bool is_lse, const std::vector<float>& out,
                   const std::vector<double>& ref) {
   const std::size_t row = is_lse ? index : index / s.d;

@@ -19,8 +19,7 @@ namespace fdec {
 // merges' logf/expf: each moves LSE by ~1e-6 absolute at most, and |LSE| >= ~1 here (it grows
 // like log N_kv), so rel_l2 ~1e-7 is expected. 1e-5 leaves two orders of magnitude, and any
 // masking, indexing or merge bug moves LSE by > 1e-3.
-// TODO(lead): the same bound as chapter 10's kBf16AttentionL: one constant in common/compare.h.
-inline constexpr ladder::Bound kLse{1e-5, "LSE: fp32 scores of exact bf16 products, fp32 sums, log-sum-exp merges"};
+using ladder::kLse;  // common/compare.h
 
 // The caches the tests, the executable and the benchmark run on.
 enum class CacheKind { Contiguous, Paged16, Paged64 };
@@ -85,7 +84,7 @@ class OnDevice {
 
 // LSE against the reference: rows the reference gives -inf (no visible key) must be -inf
 // exactly; each that is not counts as non-finite. The rest are compared as usual.
-ladder::Comparison compare_lse(const std::vector<float>& out, const std::vector<double>& ref);
+using ladder::compare_lse;  // common/compare.h
 
 // Where element `index` of O ([B, H_q, n_q, d]) or LSE ([B, H_q, n_q]) is, and what it holds:
 // "b=1 h=5 t=0 col=17: got 0.25, want 0.2471" (for failure messages).

@@ -75,6 +75,13 @@ struct Comparison {
 };
 
 Comparison compare(const float* out, const double* ref, std::size_t n);
+
+// The row statistic L = m + log l (log-sum-exp) of the bf16 attention chapters: fp32 scores
+// of exact bf16 products, fp32 row sums, logf; the error of L stays at fp32 level.
+inline constexpr Bound kLse{1e-5, "L / LSE: fp32 scores of exact bf16 products, fp32 sums, logf"};
+// L against the reference: a row the reference gives -inf (a query that sees no key) must
+// be -inf exactly; those rows are counted as non-finite when not, and left out of rel_l2.
+Comparison compare_lse(const std::vector<float>& out, const std::vector<double>& ref);
 Comparison compare(const std::vector<float>& out, const std::vector<double>& ref);
 
 }  // namespace ladder
