@@ -18,7 +18,8 @@
 # Environment: LADDER_ONLY="01_vector_add;..." to build a subset; BENCH_MIN_TIME (default 0.2s);
 #              CTEST_EXCLUDE, a regex of CTest entries to leave out; BENCH_CHAPTERS, a regex of the
 #              chapters whose benchmarks run (default: all);
-#              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON).
+#              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON);
+#              BUILD_KEEP_GOING=1, build what compiles and go on after a failed build.
 set -uo pipefail
 DEST=${1:?usage: scripts/gpu_check.sh OUTDIR}
 mkdir -p "$DEST"
@@ -67,7 +68,13 @@ want() { [[ " $STAGES " == *" $1 "* ]]; }
 if want build; then
   run_stage configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_CUDA_ARCHITECTURES=native "-DLADDER_ONLY=${LADDER_ONLY:-}"
-  run_stage build cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; exit 1; }
+  # BUILD_KEEP_GOING=1 (development rounds): build every target that compiles (ninja -k 0)
+  # and go on, so one chapter's compile error does not cost the other chapters their run.
+  if [[ -n ${BUILD_KEEP_GOING:-} ]]; then
+    run_stage build cmake --build "$BUILD" -j "$(nproc)" -- -k 0
+  else
+    run_stage build cmake --build "$BUILD" -j "$(nproc)" || { cat "$SUMMARY"; exit 1; }
+  fi
 fi
 # CTEST_EXCLUDE: a regex of tests to leave out (e.g. chapters whose handoff request runs them itself).
 exclude=(${CTEST_EXCLUDE:+-E "$CTEST_EXCLUDE"})
