@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "cuda_check.h"
 #include "device.h"
@@ -12,8 +14,15 @@
 namespace ladder {
 
 void allow_dynamic_smem(const void* kernel, std::size_t bytes, const std::string& who, bool max_carveout) {
-  static std::map<const void*, std::size_t> allowed;  // kernel -> the most it may use now
-  const auto it = allowed.find(kernel);
+  // cudaFuncSetAttribute acts on the current device only (chapter 13 drives two GPUs from one
+  // thread): one entry per (device, kernel), the most that kernel may use there now.
+  static std::map<std::pair<int, const void*>, std::size_t> allowed;
+  static std::mutex mutex;  // a launcher may run in one host thread per GPU
+  const std::lock_guard<std::mutex> lock(mutex);
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  const auto key = std::make_pair(dev, kernel);
+  const auto it = allowed.find(key);
   if (it != allowed.end() && it->second >= bytes) return;
   const std::size_t limit = device().smem_per_block_optin;
   if (bytes > limit)
@@ -24,7 +33,7 @@ void allow_dynamic_smem(const void* kernel, std::size_t bytes, const std::string
   if (max_carveout)
     CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  allowed[kernel] = bytes;
+  allowed[key] = bytes;
 }
 
 void check_grid(const std::string& who, unsigned long long x, unsigned long long y, unsigned long long z) {

@@ -49,6 +49,9 @@ CONFIG = {
                                 time_ratios=[("fwd_fa1norm", "fwd", "FA1-normalised forward time / FA2 forward time"),
                                              ("bwd", "fwd", "backward time / forward time")]),
     "11_flash_decoding": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", plot=False),
+    "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc/fwd", plot=False,
+                          time_ratios=[("fwd", "fp8", "bf16 forward time / FP8 forward time")]),
+    "13_ring_attention": dict(metric="TFLOP/s", plot=False),
 }
 
 
@@ -341,6 +344,11 @@ SUMMARY = {
         "vs_copy": ("ratio", "11_flash_decoding", "decode", "anchor:cudaMemcpy_d2d", DECODE, "GB/s"),
         "vs_sdpa_flash": ("anchor", "11_flash_decoding", "decode", DECODE, "GB/s", "anchors2.json",
                           {"kind": "decode_bf16", "impl": "flash", "shape": "B8 Hq32 Hkv8 Nq1 Nkv131072 d128"}, "gbps")},
+    "12_fa3_hopper": {
+        "fwd_vs_sdpa_cudnn": ("anchor", "12_fa3_hopper", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
+                              dict(SDPA_D128, impl="cudnn"), "fwd_tflops"),
+        "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s")},
+    # 13_ring_attention: its run (13_ring_attention/run_two_gpu.sh) writes bench/13_ring_attention.summary.json.
 }
 
 
