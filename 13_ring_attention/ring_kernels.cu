@@ -1,0 +1,116 @@
+#include <cuda_bf16.h>
+
+#include <string>
+
+#include "cuda_check.h"
+#include "launch.h"
+#include "ring_kernels.h"
+
+namespace ring {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(std::int64_t threads) {
+  const std::int64_t b = (threads + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < 65536 * 16 ? b : 65536 * 16);  // grid-stride loops cover the rest
+}
+
+// One warp per row: every lane reads the two L first, lane 0 writes the new L last.
+__global__ void merge_kernel(float* O, float* L, const __nv_bfloat16* O_s, const float* L_s, std::int64_t rows, int d) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t row = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    const float l_a = L[row], l_b = L_s[row], m = fmaxf(l_a, l_b);
+    __syncwarp();
+    if (m == -INFINITY) continue;  // neither side saw a key: O stays 0, L stays -inf
+    const float w_a = expf(l_a - m), w_b = expf(l_b - m), l = w_a + w_b, inv = 1.0f / l;
+    for (int k = lane; k < d; k += 32) {
+      const std::int64_t i = row * d + k;
+      O[i] = (w_a * O[i] + w_b * __bfloat162float(O_s[i])) * inv;
+    }
+    if (lane == 0) L[row] = m + logf(l);
+  }
+}
+
+__global__ void fill_kernel(float* x, std::int64_t n, float v) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    x[i] = v;
+}
+
+__global__ void to_bf16_kernel(const float* x, __nv_bfloat16* y, std::int64_t n) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+
+template <class T>
+__global__ void accumulate_kernel(float* acc, const T* x, std::int64_t n) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x)
+    acc[i] += static_cast<float>(x[i]);
+}
+
+__device__ std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+__global__ void fill_uniform_kernel(__nv_bfloat16* x, std::int64_t n, std::uint64_t seed) {
+  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t h = splitmix64(seed * 0x2545f4914f6cdd1dull + std::uint64_t(i));
+    x[i] = __float2bfloat16_rn(float(h >> 40) * (2.0f / 16777216.0f) - 1.0f);  // 24 bits -> [-1, 1)
+  }
+}
+
+}  // namespace
+
+void merge(float* O_acc, float* L_acc, const bf16* O_s, const float* L_s, std::int64_t rows, int d,
+           cudaStream_t stream) {
+  ladder::check_pointers("ring::merge", {{"O_acc", O_acc}, {"L_acc", L_acc}, {"O_s", O_s}, {"L_s", L_s}}, 4);
+  if (rows <= 0) return;
+  merge_kernel<<<blocks_for(rows * 32), kThreads, 0, stream>>>(O_acc, L_acc, O_s, L_s, rows, d);
+  CUDA_CHECK_LAUNCH();
+}
+
+void fill(float* x, std::int64_t n, float value, cudaStream_t stream) {
+  ladder::check_pointers("ring::fill", {{"x", x}}, 4);
+  if (n <= 0) return;
+  fill_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, value);
+  CUDA_CHECK_LAUNCH();
+}
+
+void to_bf16(const float* x, bf16* y, std::int64_t n, cudaStream_t stream) {
+  ladder::check_pointers("ring::to_bf16", {{"x", x}, {"y", y}}, 2);
+  if (n <= 0) return;
+  to_bf16_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void accumulate(float* acc, const bf16* x, std::int64_t n, cudaStream_t stream) {
+  ladder::check_pointers("ring::accumulate", {{"acc", acc}, {"x", x}}, 2);
+  if (n <= 0) return;
+  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, x, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void accumulate(float* acc, const float* x, std::int64_t n, cudaStream_t stream) {
+  ladder::check_pointers("ring::accumulate", {{"acc", acc}, {"x", x}}, 4);
+  if (n <= 0) return;
+  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, x, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+void fill_uniform(bf16* x, std::int64_t n, std::uint64_t seed, cudaStream_t stream) {
+  ladder::check_pointers("ring::fill_uniform", {{"x", x}}, 2);
+  if (n <= 0) return;
+  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, seed);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ring

@@ -1,0 +1,27 @@
+// The small kernels of the ring, around chapter 10's attention calls. No CUDA syntax.
+// Each checks its pointers before launching and launches on the given stream.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "bf16.h"
+
+namespace ring {
+
+using ladder::bf16;
+
+// (O_acc, L_acc) <- merge of (O_acc, L_acc) and one step's partial (O_s, L_s), per row
+// (ring_sim.h has the formula), in fp32. rows = B*H*C, d = head dim.
+void merge(float* O_acc, float* L_acc, const bf16* O_s, const float* L_s, std::int64_t rows, int d,
+           cudaStream_t stream);
+void fill(float* x, std::int64_t n, float value, cudaStream_t stream);
+void to_bf16(const float* x, bf16* y, std::int64_t n, cudaStream_t stream);
+void accumulate(float* acc, const bf16* x, std::int64_t n, cudaStream_t stream);  // acc += x
+void accumulate(float* acc, const float* x, std::int64_t n, cudaStream_t stream);
+// Uniform in [-1, 1), a hash of (seed, index): the large inputs of the timed runs are made
+// on the device (uploading gigabytes would take longer than the run).
+void fill_uniform(bf16* x, std::int64_t n, std::uint64_t seed, cudaStream_t stream);
+
+}  // namespace ring
