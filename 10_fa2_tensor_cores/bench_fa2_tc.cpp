@@ -4,17 +4,24 @@
 // chapters 06 and 07 (and chapter 06's kernel with each normalisation) for the side by side.
 //   fwd, fwd_fa1norm, bwd (atomic dQ), bwd_det     the default tile configs
 //   fwd_cfg<i>_<name>, bwd_cfg<i>_<name>           the other configs (tuning)
+//   .../logits=rising                              inputs whose logits rise key tile after key
+//                                                  tile (fa2_tc_check.h): no rescale is skipped
 //   fp32_fwd_fa2norm, fp32_fwd_fa1norm             chapter 06's loop with each normalisation
 //   fp32_ch06_fwd, fp32_ch07_bwd                   chapters 06 and 07 as published
 // TFLOP/s with the FA convention (common/work.h): 4 B H N N_kv d forward, halved causal,
 // backward 2.5x.
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "06_fa2_forward/fa_forward.h"
 #include "07_fa_backward/fa_backward.h"
 #include "bench.h"
+#include "bf16.h"
+#include "device_buffer.h"
 #include "fa2_tc.h"
+#include "fa2_tc_check.h"
 
 namespace {
 
@@ -51,9 +58,31 @@ Tensors tensors(const AttentionShape& s) {
           ladder::bench_output<float>(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic), 1)};
 }
 
-void bench_forward(benchmark::State& state, AttentionShape s, fa2tc::ForwardOptions opt) {
+// Q, K, V whose logits rise along the keys in the order the forward visits them: the worst
+// case of skiprescale. Built on the host once per shape.
+struct RisingInputs {
+  ladder::DeviceBuffer<bf16> Q, K, V;
+};
+const RisingInputs& rising_inputs(const AttentionShape& s) {
+  static std::map<std::string, std::unique_ptr<RisingInputs>> cache;
+  std::unique_ptr<RisingInputs>& slot = cache[s.str()];
+  if (!slot) {
+    fa2tc::Problem p = fa2tc::make_problem(s, 5);
+    fa2tc::make_logits_rise(p);
+    slot.reset(new RisingInputs{ladder::DeviceBuffer<bf16>(ladder::to_bf16(p.Q)),
+                                ladder::DeviceBuffer<bf16>(ladder::to_bf16(p.K)),
+                                ladder::DeviceBuffer<bf16>(ladder::to_bf16(p.V))});
+  }
+  return *slot;
+}
+
+void bench_forward(benchmark::State& state, AttentionShape s, fa2tc::ForwardOptions opt, bool rising = false) {
   if (!ladder::gpu_or_skip(state)) return;
-  const Tensors t = tensors(s);
+  Tensors t = tensors(s);
+  if (rising) {
+    const RisingInputs& r = rising_inputs(s);
+    t.Q = r.Q.data(), t.K = r.K.data(), t.V = r.V.data();
+  }
   ladder::run_gpu(
       state, [&] { fa2tc::forward(s, t.Q, t.K, t.V, t.O, t.L, opt); }, ladder::attention_fwd_work(s, 2));
 }
@@ -117,6 +146,38 @@ const bool registered = [] {
   const AttentionShape gqa = shape(4, 32, 8, 4096, 128, true);
   ladder::gpu_benchmark("fwd" + keys(gqa), [gqa](benchmark::State& st) { bench_forward(st, gqa, {}); });
   ladder::gpu_benchmark("bwd" + keys(gqa), [gqa](benchmark::State& st) { bench_backward(st, gqa, {}); });
+
+  // skiprescale is data-dependent: the d = 128 targets again with logits that rise at every
+  // key tile (no rescale skipped), for the default and for its twin without skiprescale
+  // (also on the usual inputs: the target ratios without the trick).
+  {
+    const auto fwd = fa2tc::forward_configs(128);
+    std::string twin = fwd[0].name;
+    const std::size_t at = twin.find("_skiprescale");
+    int noskip = -1;
+    if (at != std::string::npos) {
+      twin.erase(at, std::string("_skiprescale").size());
+      for (int c = 1; c < int(fwd.size()); ++c)
+        if (fwd[c].name == twin) noskip = c;
+    }
+    std::vector<AttentionShape> targets;
+    for (const AttentionShape& s : anchors)
+      if (s.d == 128) targets.push_back(s);
+    targets.push_back(gqa);
+    for (const AttentionShape& s : targets) {
+      const std::string k = keys(s);
+      ladder::gpu_benchmark("fwd" + k + "/logits=rising",
+                            [s](benchmark::State& st) { bench_forward(st, s, {}, true); });
+      if (noskip < 0) continue;
+      const std::string name = "fwd_cfg" + std::to_string(noskip) + "_" + twin;
+      for (bool rising : {false, true}) {
+        if (!rising && s.N == 4096 && s.H == 16) continue;  // in the sweep below
+        ladder::gpu_benchmark(name + k + (rising ? "/logits=rising" : ""), [s, noskip, rising](benchmark::State& st) {
+          bench_forward(st, s, {fa2tc::Normalisation::FA2, noskip, {}}, rising);
+        });
+      }
+    }
+  }
 
   // The tile-config sweep at B4 H16 N4096 (index 0 is the default, above).
   for (int d : fa2tc::kSupportedD)

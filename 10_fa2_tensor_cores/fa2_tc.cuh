@@ -38,9 +38,16 @@ __host__ __device__ constexpr int ceil_div(int x, int m) { return (x + m - 1) / 
 __host__ __device__ constexpr std::uint32_t lane_base(std::uint32_t tile, int row, int chunk, int row_bytes) {
   return tile + std::uint32_t(row * row_bytes) + std::uint32_t((chunk ^ (row & 7)) << 4);
 }
+//
+// One refinement at 128-element rows (16 chunks): a lane's swizzled chunk c_l ^ (r % 8) is
+// below 8 whenever c_l is, and then XOR-ing bit 3 of the chunk (C >= 8) is adding 8 chunks.
+// So only the low three bits of C are XOR-ed and the rest is added, which folds into the
+// immediate too: a row of 16 chunks needs 4 distinct XOR-ed bases instead of 8 (registers).
+// (When c_l >= 8 the bits are disjoint, so C < 8 and nothing changes.)
 __host__ __device__ constexpr std::uint32_t frag_addr(std::uint32_t lane_base, int row_off, int chunk_off,
                                                       int row_bytes) {
-  return (lane_base ^ std::uint32_t(chunk_off << 4)) + std::uint32_t(row_off * row_bytes);
+  return (lane_base ^ std::uint32_t((chunk_off & 7) << 4)) + std::uint32_t((chunk_off & ~7) << 4) +
+         std::uint32_t(row_off * row_bytes);
 }
 
 // The three lane patterns of ldmatrix.x4 (lane l, matrix m = l / 8 supplies row l % 8 of
@@ -65,16 +72,28 @@ __host__ __device__ constexpr RowChunk at_lane(int lane) { return {(lane / 16) *
 // ---- global -> shared -------------------------------------------------------------------
 // tile[r][:] = src[row0 + r][:] for row0 + r < n_rows, zeros after (cp.async's src-size 0).
 // Consecutive threads copy consecutive 16-byte chunks of a row: coalesced 128-byte reads.
-template <int ROWS, int D, int kThreads>
+// kGuarded = false: the caller knows every row is below n_rows (a tile away from the end).
+// Then a thread's copies are its first one plus constants (kStep rows apart, a multiple of 8,
+// so the swizzle pattern repeats): one pointer, no compare, no select, immediate offsets.
+template <int ROWS, int D, int kThreads, bool kGuarded = true>
 __device__ __forceinline__ void load_tile(std::uint32_t tile, const __nv_bfloat16* src, int row0, int n_rows) {
-  constexpr int kChunks = D / 8;
+  constexpr int kChunks = D / 8, kStep = kThreads / kChunks;
   static_assert((ROWS * kChunks) % kThreads == 0, "every thread copies the same number of chunks");
+  if constexpr (!kGuarded) {
+    static_assert(kThreads % kChunks == 0 && kStep % 8 == 0, "each thread's chunks share one swizzle");
+    const int r = threadIdx.x / kChunks, c = threadIdx.x % kChunks;
+    const __nv_bfloat16* from = src + std::int64_t(row0 + r) * D + c * 8;
+    const std::uint32_t to = tile + 2 * tc::swizzle_128b(r, c * 8, D);
 #pragma unroll
-  for (int u = 0; u < ROWS * kChunks / kThreads; ++u) {
-    const int idx = threadIdx.x + u * kThreads, r = idx / kChunks, c = idx % kChunks;
-    const bool valid = row0 + r < n_rows;
-    const __nv_bfloat16* from = src + (valid ? std::int64_t(row0 + r) * D + c * 8 : 0);
-    tc::cp_async_16(tile + 2 * tc::swizzle_128b(r, c * 8, D), from, valid);
+    for (int u = 0; u < ROWS / kStep; ++u) tc::cp_async_16(to + u * kStep * 2 * D, from + u * kStep * D);
+  } else {
+#pragma unroll
+    for (int u = 0; u < ROWS * kChunks / kThreads; ++u) {
+      const int idx = threadIdx.x + u * kThreads, r = idx / kChunks, c = idx % kChunks;
+      const bool valid = row0 + r < n_rows;
+      const __nv_bfloat16* from = src + (valid ? std::int64_t(row0 + r) * D + c * 8 : 0);
+      tc::cp_async_16(tile + 2 * tc::swizzle_128b(r, c * 8, D), from, valid);
+    }
   }
 }
 

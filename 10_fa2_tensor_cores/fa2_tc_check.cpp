@@ -14,6 +14,16 @@ Problem make_problem(const ladder::AttentionShape& s, std::uint64_t seed, float 
           ladder::round_to_bf16(std::move(x.V)), ladder::round_to_bf16(std::move(x.dO))};
 }
 
+void make_logits_rise(Problem& p) {
+  const ladder::AttentionShape& s = p.s;
+  const std::size_t d = s.d, N_kv = s.nkv();
+  for (std::size_t r = 0; r < s.rows(); ++r) p.Q[r * d] = 1.0f;
+  // q . k / sqrt(d) gains kRisePerKey per key: the ramp is kRisePerKey sqrt(d) per key in K.
+  const float step = kRisePerKey * std::sqrt(float(s.d));
+  for (std::size_t h = 0; h < s.kv_heads(); ++h)
+    for (std::size_t n = 0; n < N_kv; ++n) p.K[(h * N_kv + n) * d] = ladder::round_to_bf16(step * float(N_kv - n));
+}
+
 OnDevice::OnDevice(const Problem& p)
     : s(p.s),
       Q(ladder::to_bf16(p.Q)),

@@ -26,6 +26,13 @@ struct Problem {
 };
 Problem make_problem(const ladder::AttentionShape& s, std::uint64_t seed, float q_scale = 1.0f);
 
+// The worst case of skipping O_i *= alpha (kSkipRescale): logits that rise in the order the
+// forward visits the key tiles (from the last down to 0). Q's first component is set to 1 and
+// K's to a ramp, so the scaled logits gain kRisePerKey per key towards key 0 on top of the
+// random part (spread ~0.3): every key tile raises the maximum of (nearly) every row.
+inline constexpr float kRisePerKey = 1.0f / 16.0f;
+void make_logits_rise(Problem& p);
+
 // The problem on the device (bf16), outputs poisoned (NaN) before every run.
 struct OnDevice {
   ladder::AttentionShape s;

@@ -5,7 +5,8 @@
 // each, and never exchange data: a warp's rows of S_ij, P_ij and O_i live in its registers
 // from the first key tile to the last (split-Q, the FA2 paper's fix of FA1's split-K).
 //
-//   Q_i       -> shared (cp.async) -> registers, once (A fragments, ldmatrix)
+//   Q_i       -> shared (cp.async); its A fragments by ldmatrix, once into registers, or
+//                again at every step when 32 rows a warp leave no registers for them
 //   for each key tile j (K_j, V_j double-buffered by cp.async into swizzled shared memory):
 //     S_ij   = Q_i K_j^T                  mma, B fragments by ldmatrix from K_j
 //     m_new  = max(m_i, rowmax S_ij)      quad shuffles; P~ = exp2(S log2e/sqrt(d) - m log2e/sqrt(d))
@@ -16,9 +17,14 @@
 //
 // Causal: key tiles after the row tile's last query are never loaded; only the tiles that
 // cross the diagonal (and the N_kv tail) run the masked copy of the step.
+//
+// The tile configurations (FwdConfig) and the optimisations each may switch on (32 rows a
+// warp, and the Trick bits: P~ packed early, split K/V waits, skipped rescales) are compiled
+// side by side; the benchmark sweeps them, index 0 is the default.
 #include <climits>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cuda_check.h"
 #include "fa2_tc.cuh"
@@ -32,15 +38,29 @@ namespace {
 using namespace dev;
 using bf16_t = __nv_bfloat16;
 
+// Optimisations a configuration may switch on (a bit mask), each measurable on its own:
+//   kPackP        P~ rounded to bf16 right after the exponentials (c_to_a for the whole tile at
+//                 once): half the registers (bf16 pairs, not fp32) live through P~ V_j.
+//   kSplitKV      K_j and V_j in separate cp.async groups: S = Q_i K_j^T waits only for K_j, and
+//                 P~ V_j waits for V_j behind a second barrier (as FA2's own kernel does).
+//   kSkipRescale  O_i *= alpha is skipped when no row of the warp found a new max in this tile
+//                 (then alpha = 1 exactly, so the result is bit for bit the same); one vote.
+//                 Data-dependent: it saves work only once the running maxima have settled (FA4
+//                 rescales conditionally for the same reason); logits that rise along the keys
+//                 in the order they are visited defeat it (the benchmark's logits=rising case).
+enum Trick : int { kPackP = 1, kSplitKV = 2, kSkipRescale = 4 };
+
 // A compiled tile configuration of the forward kernel.
 //   kWarps x kMTiles m16 tiles = B_r query rows; B_c keys per step; kStages K/V buffers;
 //   kQInRegs: Q_i's A fragments stay in registers (else re-read from shared memory each
-//   step, as FA2's own kernel does at d = 128 to stay within 255 registers).
-template <int d_, int kWarps_, int kMTiles_, int B_c_, bool kQInRegs_, int kStages_, int kMinBlocks_>
+//   step, as FA2's own kernel does at d = 128 to stay within 255 registers); kTricks: above.
+template <int d_, int kWarps_, int kMTiles_, int B_c_, bool kQInRegs_, int kStages_, int kMinBlocks_, int kTricks_ = 0>
 struct FwdConfig {
   static constexpr int d = d_, kWarps = kWarps_, kMTiles = kMTiles_, B_c = B_c_, kStages = kStages_;
   static constexpr bool kQInRegs = kQInRegs_;
   static constexpr int kMinBlocks = kMinBlocks_;
+  static constexpr bool kPackP = kTricks_ & Trick::kPackP, kSplitKV = kTricks_ & Trick::kSplitKV,
+                        kSkipRescale = kTricks_ & Trick::kSkipRescale;
   static constexpr int kThreads = 32 * kWarps, kRowsPerWarp = 16 * kMTiles, B_r = kWarps * kRowsPerWarp;
   static constexpr int kRowBytes = 2 * d;  // one row of Q, K, V, O in shared memory
   static constexpr int kQBytes = B_r * kRowBytes, kKVBytes = B_c * kRowBytes, kStageBytes = 2 * kKVBytes;
@@ -50,6 +70,12 @@ struct FwdConfig {
   static constexpr bool kQInLastStage = kQInRegs && kQBytes <= kStageBytes;
   static constexpr int kQOffset = kQInLastStage ? (kStages - 1) * kStageBytes : kStages * kStageBytes;
   static constexpr int kSmemBytes = kQInLastStage ? kStages * kStageBytes : kStages * kStageBytes + kQBytes;
+  // cp.async groups: one per key tile (K_j and V_j together), or two (K_j, then V_j). The
+  // prologue commits kStages - 1 tiles' groups (Q_i rides in the first); at the top of a step
+  // all but the newest kKWait have landed, which covers K_j (and V_j unless split); split,
+  // V_j is waited for (kKWait + 1) before P~ V_j, once the next tile's groups are committed.
+  static constexpr int kGroupsPerTile = kSplitKV ? 2 : 1;
+  static constexpr int kKWait = kGroupsPerTile * (kStages - 1) - 1;
   static_assert(d == 64 || d == 128, "the 128-byte swizzle needs rows of 64 or 128 bf16");
   static_assert(B_c % 16 == 0, "P_ij is reused as A fragments of 16 keys");
 };
@@ -74,18 +100,20 @@ struct Acc {
   float l[2 * C::kMTiles];  // FA2: this lane's partial row sum; FA1: the full row sum
 };
 
-// One step of the inner loop: S_ij, the online softmax, O_i += P_ij V_j. kMasked: the
-// tile crosses the causal diagonal or the N_kv tail (only those tiles pay for the mask).
-template <class C, Normalisation kNorm, bool kMasked>
-__device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[C::kMTiles][C::d / 16][4],
-                                     std::uint32_t q_lane, std::uint32_t k_lane, std::uint32_t v_lane, int row0, int j0,
-                                     const FwdParams& p) {
-  constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles, RB = C::kRowBytes;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+// The three phases of one step of the inner loop (step() below runs them in order).
+template <class C>
+using SFrag = float[C::kMTiles][C::B_c / 8][4];  // S_ij: this lane's C fragments
+template <class C>
+using PFrag = std::uint32_t[C::kMTiles][C::B_c / 16][4];  // P~_ij in bf16: A fragments
+template <class C>
+using QFrag = std::uint32_t[C::kMTiles][C::d / 16][4];  // Q_i: A fragments (kQInRegs)
 
-  // S_ij = Q_i K_j^T: for each 16-wide slice kk of d, the B fragments of 16 keys per
-  // ldmatrix.x4; every fragment feeds kMTiles mma (one per m16 tile of the warp).
-  float s[MT][B_c / 8][4];
+// S_ij = Q_i K_j^T: for each 16-wide slice kk of d, the B fragments of 16 keys per
+// ldmatrix.x4; every fragment feeds kMTiles mma (one per m16 tile of the warp).
+template <class C>
+__device__ __forceinline__ void s_gemm(SFrag<C>& s, const QFrag<C>& q_frag, std::uint32_t q_lane,
+                                       std::uint32_t k_lane) {
+  constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles, RB = C::kRowBytes;
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
@@ -114,6 +142,16 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
       }
     }
   }
+}
+
+// The mask (kMasked: the tile crosses the causal diagonal or the N_kv tail; only those
+// tiles pay for it), the online softmax, O_i's rescale; P~ left in s (fp32) or, kPackP, in
+// p_frag (bf16 A fragments).
+template <class C, Normalisation kNorm, bool kMasked>
+__device__ __forceinline__ void softmax(Acc<C>& acc, SFrag<C>& s, PFrag<C>& p_frag, int row0, int j0,
+                                        const FwdParams& p) {
+  constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles;
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 
   if constexpr (kMasked) {  // -inf past N_kv and, causal, for keys after query + offset
 #pragma unroll
@@ -130,8 +168,9 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
   // The online softmax on the accumulator fragments. This lane holds rows g and g + 8 of
   // each m16 tile, 2 columns per n-tile; the 4 lanes of a quad share a row.
   const float sl2e = p.scale_log2e;
+  float alpha[2 * MT];  // FA2: the factor O_i's row r is rescaled by (after the loop)
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
+  for (int mt = 0; mt < MT; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int r = 2 * mt + h;
@@ -143,9 +182,12 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
         // P~ against the new max directly (FA2: no beta). A row that has seen only masked
         // keys keeps m = -inf; its exponentials use base 0 so that exp2(-inf - -inf) = NaN
         // never happens: P~ = 0, alpha = 0.
+        // alpha = exp2((m_i - m_new) sl2e) is exactly 1 when the max did not move (which
+        // kSkipRescale relies on; m_i sl2e - base would not be: the compiler fuses it into
+        // an FMA, which leaves the rounding residue of base instead of 0).
         const float m_new = fmaxf(acc.m[r], tile_max);
         const float base = m_new == -INFINITY ? 0.0f : m_new * sl2e;
-        const float alpha = tc::ex2(fmaf(acc.m[r], sl2e, -base));
+        alpha[r] = tc::ex2(m_new == -INFINITY ? 0.0f : (acc.m[r] - m_new) * sl2e);
         acc.m[r] = m_new;
         float sum = 0.0f;
 #pragma unroll
@@ -157,9 +199,7 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
           }
         // l stays a per-lane partial sum until the end: alpha is the same for the whole
         // row, so the quad's partials rescale consistently and one reduction suffices.
-        acc.l[r] = alpha * acc.l[r] + sum;
-#pragma unroll
-        for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * h] *= alpha, acc.o[mt][n][2 * h + 1] *= alpha;
+        acc.l[r] = alpha[r] * acc.l[r] + sum;
       } else {
         // FA1 (Algorithm 1, lines 9-12): the tile's own statistics m~, l~ first, then
         //   m_new = max(m_i, m~), alpha = exp(m_i - m_new), beta = exp(m~ - m_new),
@@ -175,10 +215,10 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
           }
         const float l_tile = quad_sum(sum);
         const float m_new = fmaxf(acc.m[r], tile_max);
-        const float alpha = acc.m[r] == -INFINITY ? 0.0f : tc::ex2((acc.m[r] - m_new) * sl2e);
+        const float a = acc.m[r] == -INFINITY ? 0.0f : tc::ex2((acc.m[r] - m_new) * sl2e);
         const float beta = tile_max == -INFINITY ? 0.0f : tc::ex2((tile_max - m_new) * sl2e);
-        const float l_new = alpha * acc.l[r] + beta * l_tile;
-        const float keep = acc.l[r] * alpha;  // undo the old normalisation and rescale
+        const float l_new = a * acc.l[r] + beta * l_tile;
+        const float keep = acc.l[r] * a;  // undo the old normalisation and rescale
 #pragma unroll
         for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * h] *= keep, acc.o[mt][n][2 * h + 1] *= keep;
 #pragma unroll
@@ -187,14 +227,50 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
         acc.l[r] = l_new;
       }
     }
+    if constexpr (C::kPackP) {
+#pragma unroll
+      for (int kk = 0; kk < B_c / 16; ++kk) c_to_a(p_frag[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1]);
+    }
+  }
 
-    // O_i += P~_ij V_j: P~ from the S registers (bf16), V_j's B fragments by ldmatrix.trans,
-    // 16 columns of d per ldmatrix.x4.
+  if constexpr (kNorm == Normalisation::FA2) {
+    // O_i *= alpha, the only per-step work on O_i. kSkipRescale: when every alpha of the
+    // warp is exactly 1 (no row found a new max) the multiplications change nothing.
+    bool rescale = true;
+    if constexpr (C::kSkipRescale) {
+      bool moved = false;
+#pragma unroll
+      for (int r = 0; r < 2 * MT; ++r) moved |= alpha[r] != 1.0f;
+      rescale = __any_sync(0xffffffff, moved);
+    }
+    if (rescale) {
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int n = 0; n < d / 8; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc.o[mt][n][e] *= alpha[2 * mt + e / 2];
+    }
+  }
+}
+
+// O_i += P~_ij V_j: P~ from the S registers (bf16) or p_frag, V_j's B fragments by
+// ldmatrix.trans, 16 columns of d per ldmatrix.x4.
+template <class C, Normalisation kNorm>
+__device__ __forceinline__ void pv_gemm(Acc<C>& acc, const SFrag<C>& s, const PFrag<C>& p_frag, std::uint32_t v_lane) {
+  constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles, RB = C::kRowBytes;
 #pragma unroll
   for (int kk = 0; kk < B_c / 16; ++kk) {
     std::uint32_t a[MT][4];
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) c_to_a(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+    for (int mt = 0; mt < MT; ++mt) {
+      if constexpr (C::kPackP) {
+        a[mt][0] = p_frag[mt][kk][0], a[mt][1] = p_frag[mt][kk][1];
+        a[mt][2] = p_frag[mt][kk][2], a[mt][3] = p_frag[mt][kk][3];
+      } else {
+        c_to_a(a[mt], s[mt][2 * kk], s[mt][2 * kk + 1]);
+      }
+    }
 #pragma unroll
     for (int dp = 0; dp < d / 16; ++dp) {
       std::uint32_t b[4];
@@ -218,6 +294,21 @@ __device__ __forceinline__ void step(Acc<C>& acc, const std::uint32_t (&q_frag)[
         for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * h] *= inv, acc.o[mt][n][2 * h + 1] *= inv;
       }
   }
+}
+
+// One step of the plain loop: S_ij, the online softmax, O_i += P~_ij V_j.
+template <class C, Normalisation kNorm, bool kMasked>
+__device__ __forceinline__ void step(Acc<C>& acc, const QFrag<C>& q_frag, std::uint32_t q_lane, std::uint32_t k_lane,
+                                     std::uint32_t v_lane, int row0, int j0, const FwdParams& p) {
+  SFrag<C> s;
+  PFrag<C> p_frag;
+  s_gemm<C>(s, q_frag, q_lane, k_lane);
+  softmax<C, kNorm, kMasked>(acc, s, p_frag, row0, j0, p);
+  if constexpr (C::kSplitKV) {  // V_j has landed (this thread's copies), and everyone's
+    tc::cp_async_wait<C::kKWait + 1>();
+    __syncthreads();
+  }
+  pv_gemm<C, kNorm>(acc, s, p_frag, v_lane);
 }
 
 template <class C, Normalisation kNorm>
@@ -248,16 +339,23 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
   // Prologue: Q_i and the first kStages - 1 key tiles. The key tiles run from the last
   // (the masked ones, on the diagonal) down to 0, as in FA2.
   load_tile<B_r, d, C::kThreads>(Q_s, Q, i0, p.N_q);
-  auto load_kv = [&](int it) {
+  // Only the first key tile loaded (the last, j = T_c - 1) can run past N_kv: the others are
+  // copied without the row guard (std::false_type).
+  auto load_kv = [&](int it, auto guarded) {
+    constexpr bool kGuarded = decltype(guarded)::value;
     if (it < T_c) {
       const int j0 = (T_c - 1 - it) * B_c, stage = it % kStages;
-      load_tile<B_c, d, C::kThreads>(K_s + stage * C::kStageBytes, K + std::int64_t(j0) * d, 0, p.N_kv - j0);
-      load_tile<B_c, d, C::kThreads>(V_s + stage * C::kStageBytes, V + std::int64_t(j0) * d, 0, p.N_kv - j0);
+      load_tile<B_c, d, C::kThreads, kGuarded>(K_s + stage * C::kStageBytes, K + std::int64_t(j0) * d, 0, p.N_kv - j0);
+      if constexpr (C::kSplitKV) tc::cp_async_commit();
+      load_tile<B_c, d, C::kThreads, kGuarded>(V_s + stage * C::kStageBytes, V + std::int64_t(j0) * d, 0, p.N_kv - j0);
+    } else if constexpr (C::kSplitKV) {
+      tc::cp_async_commit();
     }
-    tc::cp_async_commit();  // always a group, possibly empty: the wait counts stay uniform
+    tc::cp_async_commit();  // always kGroupsPerTile groups, possibly empty: the wait counts stay uniform
   };
+  load_kv(0, std::true_type{});
 #pragma unroll
-  for (int it = 0; it < kStages - 1; ++it) load_kv(it);
+  for (int it = 1; it < kStages - 1; ++it) load_kv(it, std::false_type{});
 
   const int row0 = i0 + warp * C::kRowsPerWarp;  // this warp's first query
   const std::uint32_t q_lane = lane_base(Q_s + warp * C::kRowsPerWarp * RB, a_lane(lane).row, a_lane(lane).chunk, RB);
@@ -269,9 +367,15 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
     acc.m[2 * mt] = acc.m[2 * mt + 1] = -INFINITY;
     acc.l[2 * mt] = acc.l[2 * mt + 1] = 0.0f;
   }
-  std::uint32_t q_frag[MT][d / 16][4];
+  auto k_lane_of = [&](int stage) {
+    return lane_base(K_s + stage * C::kStageBytes, b_lane(lane).row, b_lane(lane).chunk, RB);
+  };
+  auto v_lane_of = [&](int stage) {
+    return lane_base(V_s + stage * C::kStageBytes, bt_lane(lane).row, bt_lane(lane).chunk, RB);
+  };
+  QFrag<C> q_frag;
   if constexpr (C::kQInRegs) {
-    tc::cp_async_wait<kStages - 2>();  // Q_i (the first group) has landed
+    tc::cp_async_wait<C::kKWait>();  // Q_i (in the first group) and K_j of the first tile have landed
     __syncthreads();
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
@@ -281,11 +385,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
 
   for (int it = 0; it < T_c; ++it) {
     const int j = T_c - 1 - it, stage = it % kStages;
-    tc::cp_async_wait<kStages - 2>();  // K_j, V_j have landed (this thread's copies) ...
-    __syncthreads();                   // ... everyone's; and every warp is done with step it - 1
-    load_kv(it + kStages - 1);         // so the buffer step it - 1 used can be refilled
-    const std::uint32_t k_lane = lane_base(K_s + stage * C::kStageBytes, b_lane(lane).row, b_lane(lane).chunk, RB);
-    const std::uint32_t v_lane = lane_base(V_s + stage * C::kStageBytes, bt_lane(lane).row, bt_lane(lane).chunk, RB);
+    tc::cp_async_wait<C::kKWait>();                // K_j (and V_j unless split) have landed (this thread's copies) ...
+    __syncthreads();                               // ... everyone's; and every warp is done with step it - 1
+    load_kv(it + kStages - 1, std::false_type{});  // so the buffer step it - 1 used can be refilled
+    const std::uint32_t k_lane = k_lane_of(stage), v_lane = v_lane_of(stage);
     if (j >= n_full)
       step<C, kNorm, true>(acc, q_frag, q_lane, k_lane, v_lane, row0, j * B_c, p);
     else
@@ -340,25 +443,29 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
 
 // ---- the compiled configurations ----------------------------------------------------------
 // name: w<warps>_r<rows per warp>_c<B_c>_<q in regs or smem>_s<stages>_b<blocks per SM the
-// registers are budgeted for>. Index 0 is the default (the best of round 1 at d = 128, the
-// best at d = 64); the others are the tuning sweep.
-//                      d  warps mtiles B_c  Q regs stages minBlocks
-using F128_0 = FwdConfig<128, 8, 1, 64, true, 2, 1>;
-using F128_1 = FwdConfig<128, 4, 1, 64, true, 2, 3>;   // 12 warps per SM (Q_i in the last stage)
-using F128_2 = FwdConfig<128, 4, 2, 64, false, 2, 2>;  // FA2's own choice (Q re-read from smem)
-using F128_3 = FwdConfig<128, 8, 1, 128, true, 2, 1>;
-using F128_4 = FwdConfig<128, 4, 2, 32, false, 2, 2>;  // 32 rows a warp: 3/4 of the ldmatrix bytes per HMMA
-using F64_0 = FwdConfig<64, 4, 2, 64, true, 2, 2>;
-using F64_1 = FwdConfig<64, 8, 1, 128, true, 2, 1>;
-using F64_2 = FwdConfig<64, 4, 2, 128, false, 2, 2>;  // FA2's own choice
-using F64_3 = FwdConfig<64, 4, 1, 128, true, 2, 2>;
-using F64_4 = FwdConfig<64, 8, 1, 64, true, 3, 2>;
+// registers are budgeted for>, then the tricks switched on. Index 0 is the default. At
+// d = 128 the others are the README's steps towards it, one change at a time (16 -> 32 rows
+// a warp, + packp, + splitkv; + skiprescale is the default), and the default without packp,
+// without splitkv. ptxas reports spills for some of the steps (README): 32 rows a warp at
+// B_c = 64 sit at the 255-register limit, and which combinations fit is the allocator's call.
+//                      d  warps mtiles B_c  Q regs stages minBlocks tricks
+using F128_0 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSplitKV | kSkipRescale>;  // FA2's own tiles
+using F128_1 = FwdConfig<128, 8, 1, 64, true, 2, 1>;   // the first default: 16 rows a warp, Q_i in registers
+using F128_2 = FwdConfig<128, 4, 2, 64, false, 2, 2>;  // 32 rows a warp (Q_i re-read from shared memory)
+using F128_3 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP>;
+using F128_4 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSplitKV>;        // the default without skiprescale
+using F128_5 = FwdConfig<128, 4, 2, 64, false, 2, 2, kSplitKV | kSkipRescale>;  // ... without packp
+using F128_6 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSkipRescale>;    // ... without splitkv
+using F64_0 = FwdConfig<64, 4, 2, 128, false, 2, 2>;                            // FA2's own tiles at d = 64
+using F64_1 = FwdConfig<64, 4, 2, 64, true, 2, 2>;                              // the first default (Q_i in registers)
+using F64_2 = FwdConfig<64, 4, 2, 128, false, 2, 2, kPackP | kSplitKV>;
 
 template <class C>
 TileConfig describe() {
   return {"w" + std::to_string(C::kWarps) + "_r" + std::to_string(C::kRowsPerWarp) + "_c" + std::to_string(C::B_c) +
               (C::kQInRegs ? "_qreg" : "_qsmem") + "_s" + std::to_string(C::kStages) + "_b" +
-              std::to_string(C::kMinBlocks),
+              std::to_string(C::kMinBlocks) + (C::kPackP ? "_packp" : "") + (C::kSplitKV ? "_splitkv" : "") +
+              (C::kSkipRescale ? "_skiprescale" : ""),
           C::B_r, C::B_c, C::kWarps, 0};
 }
 
@@ -381,14 +488,25 @@ void launch_norm(const FwdParams& p, int heads, Normalisation norm, cudaStream_t
   return launch<C, Normalisation::FA1>(p, heads, stream);
 }
 
+// The configurations of one head dimension, in index order.
+template <class... Cs>
+struct ConfigList {
+  static std::vector<TileConfig> describe_all() { return {describe<Cs>()...}; }
+  static void launch(int config, const FwdParams& p, int heads, Normalisation norm, cudaStream_t stream) {
+    int i = 0;
+    ((i++ == config ? launch_norm<Cs>(p, heads, norm, stream) : void()), ...);
+  }
+};
+using Configs128 = ConfigList<F128_0, F128_1, F128_2, F128_3, F128_4, F128_5, F128_6>;
+using Configs64 = ConfigList<F64_0, F64_1, F64_2>;
+
 }  // namespace
 
 const char* name(Normalisation n) { return n == Normalisation::FA2 ? "fa2norm" : "fa1norm"; }
 
 std::vector<TileConfig> forward_configs(int d) {
-  if (d == 128)
-    return {describe<F128_0>(), describe<F128_1>(), describe<F128_2>(), describe<F128_3>(), describe<F128_4>()};
-  if (d == 64) return {describe<F64_0>(), describe<F64_1>(), describe<F64_2>(), describe<F64_3>(), describe<F64_4>()};
+  if (d == 128) return Configs128::describe_all();
+  if (d == 64) return Configs64::describe_all();
   return {};
 }
 
@@ -413,23 +531,8 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   p.causal = s.causal;
   p.scale = s.scale(), p.scale_log2e = s.scale() * kLog2e;
   const int heads = static_cast<int>(s.heads());
-  if (s.d == 128) {
-    switch (opt.config) {
-      case 0: return launch_norm<F128_0>(p, heads, opt.norm, stream);
-      case 1: return launch_norm<F128_1>(p, heads, opt.norm, stream);
-      case 2: return launch_norm<F128_2>(p, heads, opt.norm, stream);
-      case 3: return launch_norm<F128_3>(p, heads, opt.norm, stream);
-      case 4: return launch_norm<F128_4>(p, heads, opt.norm, stream);
-    }
-  } else {
-    switch (opt.config) {
-      case 0: return launch_norm<F64_0>(p, heads, opt.norm, stream);
-      case 1: return launch_norm<F64_1>(p, heads, opt.norm, stream);
-      case 2: return launch_norm<F64_2>(p, heads, opt.norm, stream);
-      case 3: return launch_norm<F64_3>(p, heads, opt.norm, stream);
-      case 4: return launch_norm<F64_4>(p, heads, opt.norm, stream);
-    }
-  }
+  if (s.d == 128) return Configs128::launch(opt.config, p, heads, opt.norm, stream);
+  return Configs64::launch(opt.config, p, heads, opt.norm, stream);
 }
 
 }  // namespace fa2tc

@@ -9,9 +9,10 @@ BENCH_JSON:   10_fa2_tensor_cores_bench --benchmark_out (names <variant>/d=../N=
 NCU_CSV:      what .handoff/10/request.sh writes: for each profile (fwd, bwd, fwd_fa1norm) a line
               "# profile <name>" and the `ncu --csv --page details` rows of its one launch
 ANCHORS_JSON: ../shared/anchors/torch_anchors2.py output (a list of records), same session
-Prints three markdown tables (anchors, the FA1/FA2 normalisation lesson, the tile configs);
-with --readme, replaces what stands between <!-- results:10_fa2_tensor_cores:NAME --> and
-<!-- /results:10_fa2_tensor_cores:NAME --> for NAME in anchors, normalisation, configs.
+Prints four markdown tables (anchors, the FA1/FA2 normalisation lesson, the tile configs,
+skiprescale on random and on rising logits); with --readme, replaces what stands between
+<!-- results:10_fa2_tensor_cores:NAME --> and <!-- /results:10_fa2_tensor_cores:NAME --> for
+NAME in anchors, normalisation, configs, rescale.
 With --summary-json, sets "10_fa2_tensor_cores": {"fwd_vs_sdpa_flash", "bwd_vs_sdpa_flash",
 "fwd_vs_sdpa_cudnn"} at B=4 H=16 N=4096 d=128 dense (created if missing).
 """
@@ -115,7 +116,8 @@ def normalisation_table(tf):
 def config_table(tf, prof):
     cols = [(d, c) for d in (64, 128) for c in (False, True)]
     variants = sorted({v for (v, _) in tf if v.startswith(("fwd", "bwd", "fp32"))},
-                      key=lambda v: (v.startswith("fp32"), v.startswith("bwd"), v))
+                      key=lambda v: (v.startswith("fp32"), v.startswith("bwd"),
+                                     [int(x) if x.isdigit() else x for x in re.split(r"(\d+)", v)]))
     head = "| variant | " + " | ".join(f"d={d}{' causal' if c else ''}" for d, c in cols) + " |"
     rows = [head, "|---" * (len(cols) + 1) + "|"]
     for v in variants:
@@ -139,6 +141,29 @@ def config_table(tf, prof):
     return out
 
 
+def rescale_table(tf, sdpa, gqa):
+    """skiprescale's dependence on the data: at the d = 128 targets, the default and its twin
+    without skiprescale (the fwd_cfg variant the benchmark also ran on rising logits), on the
+    usual random inputs and on logits that rise at every key tile (no rescale skipped)."""
+    twins = sorted({v for (v, k) in tf if k.endswith("/logits=rising") and v != "fwd"})
+    twin = twins[0] if twins else None
+    rows = ["| shape | SDPA flash | default | × flash | default, rising logits | × flash | "
+            f"{'`' + twin + '`' if twin else 'without skiprescale'} | × flash | the same, rising logits | × flash |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    shapes = [(f"B={B} H={H} N={N} d=128{' causal' if c else ''}", keys(128, N, B, H, c),
+               sdpa.get(("flash", B, H, N, 128, c), (None, None))[0])
+              for (B, H, N) in [(4, 16, 4096), (1, 16, 16384)] for c in (False, True)]
+    shapes.append(("GQA 32:8 B=4 N=4096 d=128 causal", keys(128, 4096, 4, 32, True, 8), gqa.get("flash")))
+    for label, k, flash in shapes:
+        cells = []
+        for v, suffix in (("fwd", ""), ("fwd", "/logits=rising"), (twin, ""), (twin, "/logits=rising")):
+            x = tf.get((v, k + suffix)) if v else None
+            cells += [fmt(x), fmt(ratio(x, flash), ".2f")]
+        rows.append(f"| {label} | {fmt(flash)} | " + " | ".join(cells) + " |")
+    return "TFLOP/s, the default with and without skiprescale; rising logits: every key tile raises the row maxima " \
+        "(fa2_tc_check.h), one session\n\n" + "\n".join(rows)
+
+
 def replace(readme, name, text):
     start, end = f"<!-- results:{NAME}:{name} -->", f"<!-- /results:{NAME}:{name} -->"
     src = readme.read_text()
@@ -154,7 +179,7 @@ def main(argv):
     prof = ncu(argv[2]) if pathlib.Path(argv[2]).is_file() else {}
     sdpa, gqa = anchors(argv[3])
     tables = {"anchors": anchor_table(tf, sdpa, gqa), "normalisation": normalisation_table(tf),
-              "configs": config_table(tf, prof)}
+              "configs": config_table(tf, prof), "rescale": rescale_table(tf, sdpa, gqa)}
     for name, text in tables.items():
         print(f"## {name}\n\n{text}\n")
     opts = dict(zip(argv[4::2], argv[5::2]))

@@ -122,25 +122,33 @@ TEST(CpuFa2Tc, BadInputIsRejectedBeforeAnyLaunch) {
 // scaled by s scale the score errors, hence the bound, by s.
 constexpr double kLMaxAbs = 1e-4;
 
-// Forward (both normalisations) on every element: O within the bf16 bound, L within
-// kLMaxAbs, rows without a key at O = 0 and L = -inf.
-void expect_forward_correct(const fa2tc::Problem& p, int config = 0, float q_scale_note = 1.0f) {
+// Every forward tile configuration of head dimension d (0 = the default).
+std::vector<int> all_forward_configs(int d) {
+  std::vector<int> all(fa2tc::forward_configs(d).size());
+  for (std::size_t c = 0; c < all.size(); ++c) all[c] = static_cast<int>(c);
+  return all;
+}
+
+// Forward (both normalisations, each of the given configs) on every element: O within the
+// bf16 bound, L within kLMaxAbs, rows without a key at O = 0 and L = -inf.
+void expect_forward_correct(const fa2tc::Problem& p, const std::vector<int>& configs, float q_scale_note = 1.0f) {
   const AttentionShape& s = p.s;
   const auto ref = ladder::attention_forward_reference(s, p.Q.data(), p.K.data(), p.V.data());
   fa2tc::OnDevice dev(p);
-  for (fa2tc::Normalisation norm : fa2tc::kAllNormalisations) {
-    fa2tc::ForwardOptions opt;
-    opt.norm = norm;
-    opt.config = config;
-    dev.forward(opt);
-    const std::string what = std::string("forward ") + fa2tc::name(norm) + ", config " +
-                             fa2tc::forward_configs(s.d)[config].name + ", " + s.str() +
-                             (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
-    EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
-    const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), ref.L);
-    EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= kLMaxAbs * q_scale_note)
-        << "L, " << what << ": " << L.str() << " (bound: max_abs " << kLMaxAbs * q_scale_note << ")";
-  }
+  for (int config : configs)
+    for (fa2tc::Normalisation norm : fa2tc::kAllNormalisations) {
+      fa2tc::ForwardOptions opt;
+      opt.norm = norm;
+      opt.config = config;
+      dev.forward(opt);
+      const std::string what = std::string("forward ") + fa2tc::name(norm) + ", config " +
+                               fa2tc::forward_configs(s.d)[config].name + ", " + s.str() +
+                               (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
+      EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
+      const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), ref.L);
+      EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= kLMaxAbs * q_scale_note)
+          << "L, " << what << ": " << L.str() << " (bound: max_abs " << kLMaxAbs * q_scale_note << ")";
+    }
 }
 
 // Backward on both dQ paths against the reference (O and L from this chapter's forward, as
@@ -174,7 +182,8 @@ void expect_backward_correct(const fa2tc::Problem& p, int config = 0) {
   EXPECT_TRUE(fa2tc::bit_identical(dev.dV_host(), dV[1])) << "deterministic dV differs between runs, " << s.str();
 }
 
-// (N, d, causal, GQA group). Two batches and two KV heads where the fp64 reference is cheap
+// (N, d, causal, GQA group); the forward runs every tile configuration on each (they are the
+// benchmark's sweep, and any may become the default). Two batches and two KV heads where the fp64 reference is cheap
 // (N <= 128), one batch at N = 1000, one head at N = 4093; under compute-sanitizer (small
 // mode) one KV head, N <= 128 and groups 1, 4.
 using Case = std::tuple<int, int, bool, int>;
@@ -204,7 +213,8 @@ TEST_P(GpuFa2TcForward, MatchesTheReference) {
   LADDER_REQUIRE_GPU();
   LADDER_TEST_SEED(seed);
   if (const std::string why = skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
-  expect_forward_correct(fa2tc::make_problem(case_shape(GetParam()), seed));
+  const AttentionShape s = case_shape(GetParam());
+  expect_forward_correct(fa2tc::make_problem(s, seed), all_forward_configs(s.d));
 }
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa2TcForward, kCases, case_name);
 
@@ -227,7 +237,7 @@ TEST(GpuFa2Tc, QueriesAndKeysOfDifferentLengths) {
     for (bool causal : {false, true})
       for (const auto& [N, N_kv] : {std::pair{a, b}, std::pair{b, a}}) {
         const fa2tc::Problem p = fa2tc::make_problem(shape(2, 4, 2, N, N_kv, d, causal), seed);
-        expect_forward_correct(p);
+        expect_forward_correct(p, all_forward_configs(d));
         expect_backward_correct(p);
       }
 }
@@ -242,7 +252,7 @@ TEST(GpuFa2Tc, EveryTileConfigMatchesTheReference) {
   for (int d : fa2tc::kSupportedD)
     for (const AttentionShape& s : {shape(1, 8, 2, N, N, d, false), shape(1, 4, 2, N, N + 37, d, true)}) {
       const fa2tc::Problem p = fa2tc::make_problem(s, seed);
-      for (std::size_t c = 1; c < fa2tc::forward_configs(d).size(); ++c) expect_forward_correct(p, int(c));
+      expect_forward_correct(p, all_forward_configs(d));
       for (std::size_t c = 1; c < fa2tc::backward_configs(d).size(); ++c) expect_backward_correct(p, int(c));
     }
 }
@@ -255,9 +265,62 @@ TEST(GpuFa2Tc, LargeLogitsStayFiniteAndAccurate) {
     for (bool causal : {false, true}) {
       const fa2tc::Problem p = fa2tc::make_problem(
           shape(1, 4, 2, ladder::small_mode() ? 33 : 300, ladder::small_mode() ? 33 : 300, d, causal), seed, 100.0f);
-      expect_forward_correct(p, 0, 100.0f);
+      expect_forward_correct(p, all_forward_configs(d), 100.0f);
       expect_backward_correct(p);
     }
+}
+
+// The worst case of skiprescale (fa2_tc_check.h): logits that rise along the key tiles in
+// the order the forward visits them, so (nearly) every row's max moves at every step and no
+// rescale is skipped. Every config, dense and causal, GQA, a ragged tail.
+TEST(GpuFa2Tc, RisingLogitsRescaleAtEveryStep) {
+  LADDER_REQUIRE_GPU();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 77 : 1000;
+  for (int d : fa2tc::kSupportedD)
+    for (bool causal : {false, true}) {
+      fa2tc::Problem p = fa2tc::make_problem(shape(1, 8, 2, N, N, d, causal), seed);
+      fa2tc::make_logits_rise(p);
+      expect_forward_correct(p, all_forward_configs(d));
+    }
+}
+
+// Skipping O_i *= alpha when every alpha of the warp is 1 changes nothing: each config with
+// skiprescale gives bit for bit what its twin without it gives (where the list has one; the
+// default's must be there), on random logits (where most steps skip) and on rising ones
+// (where none does).
+TEST(GpuFa2Tc, SkippedRescalesAreExact) {
+  LADDER_REQUIRE_GPU();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 77 : 1000;
+  for (int d : fa2tc::kSupportedD) {
+    const std::vector<fa2tc::TileConfig> configs = fa2tc::forward_configs(d);
+    for (bool rising : {false, true})
+      for (bool causal : {false, true}) {
+        fa2tc::Problem p = fa2tc::make_problem(shape(1, 4, 2, N, N + 37, d, causal), seed);
+        if (rising) fa2tc::make_logits_rise(p);
+        fa2tc::OnDevice dev(p);
+        for (std::size_t c = 0; c < configs.size(); ++c) {
+          const std::string& name = configs[c].name;
+          const std::size_t at = name.find("_skiprescale");
+          if (at == std::string::npos) continue;
+          const std::string twin = name.substr(0, at) + name.substr(at + std::string("_skiprescale").size());
+          std::size_t u = 0;
+          while (u < configs.size() && configs[u].name != twin) ++u;
+          if (u == configs.size()) {  // only the default must have its twin in the list
+            EXPECT_NE(c, 0u) << "the default " << name << " has no twin without skiprescale (" << twin << ")";
+            continue;
+          }
+          // (the FA1 normalisation rescales unconditionally: the FA2 one only)
+          dev.forward({fa2tc::Normalisation::FA2, int(c), {}});
+          const std::vector<float> O = dev.O_host(), L = dev.L_host();
+          dev.forward({fa2tc::Normalisation::FA2, int(u), {}});
+          const std::string what = name + " vs " + twin + ", " + p.s.str() + (rising ? ", rising logits" : "");
+          EXPECT_TRUE(fa2tc::bit_identical(O, dev.O_host())) << "O differs: " << what;
+          EXPECT_TRUE(fa2tc::bit_identical(L, dev.L_host())) << "L differs: " << what;
+        }
+      }
+  }
 }
 
 // Chapters 11 and 13 call forward() on views: K/V split along N_kv inside a larger tensor,

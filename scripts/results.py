@@ -49,7 +49,7 @@ CONFIG = {
                                 time_ratios=[("fwd_fa1norm", "fwd", "FA1-normalised forward time / FA2 forward time"),
                                              ("bwd", "fwd", "backward time / forward time")]),
     "11_flash_decoding": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", plot=False),
-    "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc/fwd", plot=False,
+    "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc", plot=False,
                           time_ratios=[("fwd", "fp8", "bf16 forward time / FP8 forward time")]),
     "13_ring_attention": dict(metric="TFLOP/s", plot=False),
 }

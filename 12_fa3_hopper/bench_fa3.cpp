@@ -1,0 +1,127 @@
+// FA3 on Hopper at the PyTorch anchor shapes (torch_anchors2.py: SDPA flash and cuDNN, bf16),
+// with chapter 10's kernel in the same run.
+//   fwd/<keys>                 the chapter's best step (fa3::kBestStep), bf16
+//   step:<name>/<keys>         each step of the climb (tma, warpspec, pingpong, intrawg); one
+//                              path component, as scripts/results.py splits names at '/'
+//   tune:intrawg_stages3/<keys> intrawg with 3 K/V stages instead of 2 (d = 128 only)
+//   fp8/<keys>                 the FP8 forward (e4m3 inputs already quantised: the
+//                              quantisation is not part of the attention's time)
+//   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
+// <keys> as chapter 10's bench: /d=../N=../B=../H=..[/H_kv=..]/causal=0|1. TFLOP/s with the
+// FA convention (common/work.h): 4 B H N N_kv d, halved causal, for bf16 and FP8 alike.
+#include <cuda_fp8.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "10_fa2_tensor_cores/fa2_tc.h"
+#include "bench.h"
+#include "device_buffer.h"
+#include "fa3.h"
+#include "random.h"
+
+namespace {
+
+using ladder::AttentionShape;
+using ladder::bf16;
+
+AttentionShape shape(int B, int H, int H_kv, int N, int d, bool causal) {
+  AttentionShape s{B, H, N, d, causal};
+  s.H_kv = H_kv;
+  return s;
+}
+
+std::string keys(const AttentionShape& s) {
+  return "/d=" + std::to_string(s.d) + "/N=" + std::to_string(s.N) + "/B=" + std::to_string(s.B) +
+         "/H=" + std::to_string(s.H) + (s.hkv() != s.H ? "/H_kv=" + std::to_string(s.hkv()) : "") +
+         "/causal=" + std::to_string(int(s.causal));
+}
+
+void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::Step step, int kv_stages = 0) {
+  if (!ladder::gpu_or_skip(state)) return;
+  if (!chapter10)
+    if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
+  const bf16 *Q = ladder::bench_input<bf16>(s.elems(), 1), *K = ladder::bench_input<bf16>(s.kv_elems(), 2),
+             *V = ladder::bench_input<bf16>(s.kv_elems(), 3);
+  bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
+  float* L = ladder::bench_output<float>(s.rows(), 0);
+  ladder::run_gpu(
+      state,
+      [&] {
+        if (chapter10)
+          fa2tc::forward(s, Q, K, V, O, L);
+        else
+          fa3::forward(s, Q, K, V, O, L, {step, kv_stages});
+      },
+      ladder::attention_fwd_work(s, 2));
+}
+
+// e4m3 inputs in the layout of fa3.h, uniform in [-1, 1), descales 1 (values, not scaling,
+// are what the timing sees); built once per shape.
+struct Fp8Data {
+  ladder::DeviceBuffer<std::uint8_t> Q8, K8, Vt8;
+  ladder::DeviceBuffer<float> dq, dk, dv;
+};
+std::vector<std::uint8_t> e4m3_bytes(std::size_t n, std::uint64_t seed) {
+  const std::vector<float> x = ladder::random_uniform(n, seed);
+  std::vector<std::uint8_t> b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = __nv_fp8_e4m3(x[i]).__x;
+  return b;
+}
+const Fp8Data& fp8_data(const AttentionShape& s) {
+  static std::map<std::string, std::unique_ptr<Fp8Data>> cache;
+  std::unique_ptr<Fp8Data>& e = cache[s.str()];
+  if (!e) {
+    const std::size_t pad = fa3::fp8_kv_pad(s.nkv());
+    const std::size_t q_scales = s.heads() * ((s.N + 63) / 64), k_scales = s.kv_heads() * ((s.nkv() + 127) / 128);
+    e.reset(new Fp8Data{ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.elems(), 1)),
+                        ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_elems(), 2)),
+                        ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_heads() * s.d * pad, 3)),
+                        ladder::DeviceBuffer<float>(std::vector<float>(q_scales, 1.0f)),
+                        ladder::DeviceBuffer<float>(std::vector<float>(k_scales, 1.0f)),
+                        ladder::DeviceBuffer<float>(std::vector<float>(s.kv_heads() * s.d, 1.0f))});
+  }
+  return *e;
+}
+
+void bench_fp8(benchmark::State& state, AttentionShape s) {
+  if (!ladder::gpu_or_skip(state)) return;
+  if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
+  const Fp8Data& x = fp8_data(s);
+  const fa3::Fp8Inputs in{x.Q8.data(), x.K8.data(), x.Vt8.data(), x.dq.data(), x.dk.data(), x.dv.data()};
+  bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
+  float* L = ladder::bench_output<float>(s.rows(), 0);
+  ladder::run_gpu(
+      state, [&] { fa3::forward_fp8(s, in, O, L); }, ladder::attention_fwd_work(s, 1));
+}
+
+const bool registered = [] {
+  // Chapter 10's anchor shapes: B4 H16 N4096 at d = 64 and 128, B1 H16 N16384 at d = 128,
+  // dense and causal; GQA 32:8 causal.
+  std::vector<AttentionShape> shapes;
+  for (bool causal : {false, true}) {
+    shapes.push_back(shape(4, 16, 16, 4096, 64, causal));
+    shapes.push_back(shape(4, 16, 16, 4096, 128, causal));
+    shapes.push_back(shape(1, 16, 16, 16384, 128, causal));
+  }
+  shapes.push_back(shape(4, 32, 8, 4096, 128, true));
+  for (const AttentionShape& s : shapes) {
+    const std::string k = keys(s);
+    ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::kBestStep); });
+    for (fa3::Step step : fa3::kAllSteps)
+      ladder::gpu_benchmark(std::string("step:") + fa3::name(step) + k,
+                            [s, step](benchmark::State& st) { bench_bf16(st, s, false, step); });
+    ladder::gpu_benchmark("anchor:fa2_tc/fwd" + k,
+                          [s](benchmark::State& st) { bench_bf16(st, s, true, fa3::kBestStep); });
+    if (s.d == 128) {
+      ladder::gpu_benchmark("tune:intrawg_stages3" + k,
+                            [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
+      ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
+    }
+  }
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,85 @@
+// Chapter 12: FlashAttention-3 on Hopper (Shah et al. 2024), forward only: bf16 and FP8
+// (e4m3). Declared here, defined in fa3_forward.cu (the sm_90a kernels) and fa3.cpp
+// (checks before any launch). No CUDA syntax: the executable, the tests and the benchmark
+// include it from .cpp files.
+//
+// Layouts are chapter 10's (PyTorch's, row-major, device pointers):
+//   Q, O [B, H, N, d] bf16;  K, V [B, H_kv, N_kv, d] bf16;  L [B, H, N] fp32 (natural log)
+//   query head h reads KV head h / (H / H_kv) (GQA; MQA is H_kv = 1).
+//   causal: query i sees keys j <= i + N_kv - N (bottom-right aligned, as FA2 and FA3).
+//   A query that sees no key gets O = 0 and L = -inf, never NaN.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <string>
+
+#include "attention_shape.h"
+#include "bf16.h"
+
+namespace fa3 {
+
+using ladder::bf16;
+
+inline constexpr int kSupportedD[] = {64, 128};
+
+// The steps of the chapter, each a compile-time variant of one kernel template, each
+// adding one Hopper idea to the one before (the README's step table):
+//   Tma        TMA loads into an mbarrier ring + wgmma (S = Q K^T from shared memory,
+//              O += P V with P from registers); every warpgroup computes, one thread of
+//              the first also issues the copies
+//   WarpSpec   + a producer warpgroup that only issues TMA, two consumer warpgroups;
+//              registers moved from producer to consumers with setmaxnreg
+//   PingPong   + named barriers make one consumer's softmax overlap the other's GEMMs
+//   IntraWg    + within a warpgroup, S_{j+1} = Q K_{j+1}^T is issued before the softmax
+//              of S_j (two S tiles in registers)
+//   Persistent + (dense) one CTA per SM walks the row tiles; the next tile's loads overlap
+//              the current tile's end and its store of O (causal: as IntraWg)
+enum class Step { Tma, WarpSpec, PingPong, IntraWg, Persistent };
+inline constexpr Step kAllSteps[] = {Step::Tma, Step::WarpSpec, Step::PingPong, Step::IntraWg, Step::Persistent};
+inline constexpr Step kBestStep = Step::IntraWg;
+const char* name(Step s);  // "tma", "warpspec", "pingpong", "intrawg", "persistent"
+
+struct ForwardOptions {
+  Step step = kBestStep;
+  // K/V stages in shared memory: 0 = the step's own (2 at d = 128, 4 at d = 64). 3 is an
+  // experiment (README, exercise 1) compiled for bf16, d = 128, Step::IntraWg only.
+  int kv_stages = 0;
+};
+
+// Empty when this process can run the chapter's kernels; otherwise why not (no GPU, a GPU
+// that is not compute capability 9.0, or a build without sm_90a code).
+std::string unavailable_reason();
+
+// O = softmax(scale Q K^T) V, scale = 1/sqrt(d), and L = m + log(l) per query row.
+// Throws std::invalid_argument before any launch for an unsupported d, a bad shape, a null
+// or misaligned pointer (TMA needs 16-byte aligned tensors), or a device that is not cc 9.0.
+void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
+             cudaStream_t stream = nullptr);
+void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
+             const ForwardOptions& opt, cudaStream_t stream = nullptr);
+
+// ---- FP8 (e4m3) --------------------------------------------------------------------------
+// The inputs of the FP8 forward, written by fp8_quant's kernels from bf16 Q, K, V (bytes are
+// __nv_fp8_e4m3 values; raw uint8 here so .cpp files need no CUDA headers):
+//   Q8  [B, H, N, d]            row-major (A operand of S = Q K^T, K-major)
+//   K8  [B, H_kv, N_kv, d]      row-major (B operand of S, K-major)
+//   Vt8 [B, H_kv, d, N_kv_pad]  V transposed (FP8 wgmma reads B only K-major, and the k of
+//                               O = P V is the key), N_kv_pad = fp8_kv_pad(N_kv), padding 0,
+//                               keys permuted inside every block of 32 (fp8_layout.h)
+//   descale_q [B*H][ceil(N/64)], descale_k [B*H_kv][ceil(N_kv/128)], descale_v [B*H_kv][d]:
+//   real value = stored e4m3 value * descale (per-tensor scaling fills each with one value).
+struct Fp8Inputs {
+  const std::uint8_t *Q8 = nullptr, *K8 = nullptr, *Vt8 = nullptr;
+  const float *descale_q = nullptr, *descale_k = nullptr, *descale_v = nullptr;
+};
+inline constexpr int kFp8RowsPerQScale = 64, kFp8KeysPerKScale = 128;
+inline int fp8_kv_pad(int N_kv) { return (N_kv + 127) / 128 * 128; }
+
+// The same attention with FP8 operands, fp32 accumulation, P quantised to e4m3 for P V.
+// O and L as forward(). Throws std::invalid_argument as forward() does.
+void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L,
+                 cudaStream_t stream = nullptr);
+
+}  // namespace fa3

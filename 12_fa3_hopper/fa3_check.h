@@ -1,0 +1,66 @@
+// Host-side pieces the executable and the tests share: the bf16 problem (chapter 10's
+// fa2tc::Problem: inputs rounded to bf16, so the fp64 reference sees what the GPU sees), the
+// kernels run on it with poisoned outputs, and an FP8 version of it quantised on the host,
+// written straight from fa3.h's contract (the kernel's own check of that contract,
+// independent of fp8_quant.cu).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "10_fa2_tensor_cores/fa2_tc_check.h"
+#include "attention_shape.h"
+#include "compare.h"
+#include "device_buffer.h"
+#include "fa3.h"
+
+namespace fa3 {
+
+using fa2tc::make_problem;
+using fa2tc::Problem;
+
+// L = m + ln l from fp32 scores: chapter 10's bound (|error| <= 1e-4 for unit-scale logits,
+// scaled with the logits; see test_fa3.cpp).
+inline constexpr double kLMaxAbs = 1e-4;
+
+// FP8 O against the fp64 reference on the dequantised e4m3 inputs (Q8 * descale, ...): the
+// one rounding left is P~ in [0, 1] to e4m3 for P V: 3 mantissa bits, relative error at most
+// 2^-4, RMS 2^-3/sqrt(12) = 3.6e-2 per element. O_i is a convex combination of rows of V,
+// so its error is at most that RMS (no averaging assumed: one or two keys may dominate a
+// row), plus bf16's 2^-9 on the output; x1.4 margin: 5e-2. A key permutation or a scale
+// that is wrong moves O by O(1).
+inline constexpr ladder::Bound kFp8Attention{5e-2, "FP8 attention: P~ rounded to e4m3 (RMS 2^-3/sqrt(12)), x1.4"};
+// L in FP8: scores are exact e4m3 products summed by the tensor cores in reduced precision
+// (FP8 wgmma accumulates with ~13 fraction bits, not fp32's 23), so 1e-3 in place of 1e-4.
+inline constexpr double kFp8LMaxAbs = 1e-3;
+
+// The problem on the device, outputs poisoned before every run.
+struct OnDevice {
+  ladder::AttentionShape s;
+  ladder::DeviceBuffer<bf16> Q, K, V, O;
+  ladder::DeviceBuffer<float> L;
+  explicit OnDevice(const Problem& p);
+  void forward(const ForwardOptions& opt = {});
+  void forward_fa2();  // chapter 10's kernel on the same inputs
+  std::vector<float> O_host() const;
+  std::vector<float> L_host() const { return L.download(); }
+};
+
+// The problem quantised to e4m3 on the host (per tensor: one amax; per block: Q per 64
+// rows, K per 128 keys, V per channel, as fa3.h), on the device, and the dequantised inputs
+// the fp64 reference is given.
+struct Fp8Problem {
+  ladder::AttentionShape s;
+  std::vector<float> Q, K, V;  // dequantised: exactly what the kernel computes with
+  ladder::DeviceBuffer<std::uint8_t> Q8, K8, Vt8;
+  ladder::DeviceBuffer<float> descale_q, descale_k, descale_v;
+  ladder::DeviceBuffer<bf16> O;
+  ladder::DeviceBuffer<float> L;
+  Fp8Inputs inputs() const;
+  void forward();
+  std::vector<float> O_host() const;
+  std::vector<float> L_host() const { return L.download(); }
+};
+Fp8Problem quantize_on_host(const Problem& p, bool per_block);
+
+}  // namespace fa3

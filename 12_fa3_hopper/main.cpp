@@ -1,0 +1,145 @@
+// Chapter 12 executable: FlashAttention-3 on Hopper. The CPU part checks the layout facts
+// the kernels rely on (the FP8 key permutation against the PTX fragment); on an sm_90a GPU,
+// every step and the FP8 kernel are checked against the fp64 reference (dense and causal,
+// GQA), then timed on the main shape beside chapter 10's kernel, in one run.
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "10_fa2_tensor_cores/fa2_tc.h"
+#include "cli.h"
+#include "device.h"
+#include "fa3.h"
+#include "fa3_check.h"
+#include "fa3_kernel.h"
+#include "fp8_layout.h"
+#include "random.h"
+#include "reference_attention.h"
+#include "timing.h"
+#include "work.h"
+
+namespace {
+constexpr const char* kUsage =
+    "  --B B --H H --N N --d D     shape of Q, O: [B, H, N, d] (default 4 16 4096 128; d in 64, 128)\n"
+    "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
+    "  --N-kv N                    keys per head (default N)\n"
+    "  --mask dense|causal         causal: query i sees keys j <= i + N_kv - N (default dense)\n"
+    "  --check-N N                 sequence length of the correctness checks (default 1000; B=2 H=4 H_kv=2)\n"
+    "  --repeats R                 timed repeats (default 10)\n"
+    "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n";
+
+// The FP8 P fragment needs no shuffle only if Vt8's permutation is the inverse of the
+// register packing: every (lane, register, byte) of the k32 A fragment, checked.
+std::string check_fp8_slots() {
+  for (int lane = 0; lane < 32; ++lane)
+    for (int q = 0; q < 4; ++q)
+      for (int b = 0; b < 4; ++b) {
+        const int c = lane % 4, key = 8 * (2 * (q / 2) + b / 2) + 2 * c + b % 2;
+        if (fa3::fp8_key_slot(key) != 16 * (q / 2) + 4 * c + b)
+          return "lane " + std::to_string(lane) + " register " + std::to_string(q) + " byte " + std::to_string(b);
+      }
+  return "";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
+    const auto flags = ladder::common_flags(args);
+    ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
+    s.H_kv = static_cast<int>(args.integer("--H-kv", s.H));
+    s.N_kv = static_cast<int>(args.integer("--N-kv", s.N));
+    const int check_N = static_cast<int>(args.integer("--check-N", 1000));
+    const int repeats = static_cast<int>(args.integer("--repeats", 10));
+    const std::string profile =
+        args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");
+    args.done();
+    ladder::validate(s, fa3::kSupportedD, ladder::KvHeads::Any);
+
+    ladder::Report report("12_fa3_hopper", flags.summary);
+    report.out() << "shape " << s.str() << "\n";
+    for (fa3::Step step : fa3::kAllSteps) {
+      const fa3::detail::Footprint f = fa3::detail::footprint(s.d, false, step);
+      report.out() << "  step " << fa3::name(step) << ": " << f.threads << " threads, " << f.stages << " K/V stages, "
+                   << f.smem_bytes << " bytes of shared memory per CTA\n";
+    }
+    const std::string slots = check_fp8_slots();
+    report.out() << "  FP8 key permutation vs the e4m3 A fragment: " << (slots.empty() ? "agree" : slots) << "\n";
+    if (!slots.empty()) return report.summary("FP8 key permutation disagrees with the A fragment at " + slots);
+    if (const std::string why = fa3::unavailable_reason(); !why.empty())
+      return report.gpu_skipped(why + "; the FP8 key permutation agrees with the A fragment");
+
+    const std::uint64_t seed = ladder::fresh_seed();
+    auto step_named = [](const std::string& n) {
+      for (fa3::Step st : fa3::kAllSteps)
+        if (n == fa3::name(st)) return st;
+      return fa3::kBestStep;
+    };
+    if (!profile.empty()) {  // one launch, nothing else (for ncu)
+      ladder::check_device_memory("--profile", 2.0 * (3 * s.elems() + 2 * s.kv_elems()));
+      const fa3::Problem p = fa3::make_problem(s, seed);
+      if (profile == "fp8") {
+        fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
+        q.forward();
+      } else {
+        fa3::OnDevice dev(p);
+        dev.forward({step_named(profile)});
+      }
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return 0;
+    }
+
+    // Every step and FP8 against the fp64 reference, dense and causal, GQA (H = 4, H_kv = 2).
+    for (bool causal : {false, true}) {
+      ladder::AttentionShape c{2, 4, check_N, s.d, causal};
+      c.H_kv = 2;
+      const fa3::Problem p = fa3::make_problem(c, seed);
+      const auto ref = ladder::attention_forward_reference(c, p.Q.data(), p.K.data(), p.V.data());
+      fa3::OnDevice dev(p);
+      const std::string what = c.str() + " (seed " + std::to_string(seed) + ")";
+      for (fa3::Step step : fa3::kAllSteps) {
+        dev.forward({step});
+        report.check(std::string("O ") + fa3::name(step) + " " + what, ladder::compare(dev.O_host(), ref.O),
+                     ladder::kBf16Attention);
+        report.check(std::string("L ") + fa3::name(step) + " " + what, ladder::compare_lse(dev.L_host(), ref.L),
+                     ladder::kLse);
+      }
+      if (s.d == 128) {
+        fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
+        const auto ref8 = ladder::attention_forward_reference(c, q.Q.data(), q.K.data(), q.V.data());
+        q.forward();
+        report.check("O fp8 (per-block scales) " + what, ladder::compare(q.O_host(), ref8.O), fa3::kFp8Attention);
+      }
+    }
+
+    // Time the main shape: every step, chapter 10, and FP8 (d = 128).
+    ladder::check_device_memory("the main shape " + s.str(), 2.0 * (3 * s.elems() + 2 * s.kv_elems()) + 8.0 * s.rows());
+    const ladder::TimingOptions opt{2, repeats, true};
+    const ladder::Work work = ladder::attention_fwd_work(s, 2);
+    char line[256];
+    report.out() << "\n  " << s.str() << "                 median ms   TFLOP/s\n";
+    auto row = [&](const std::string& name, double ms) {
+      std::snprintf(line, sizeof line, "  %-36s %10.3f %9.1f\n", name.c_str(), ms, work.tflops(ms));
+      report.out() << line;
+    };
+    double best_ms = 0, fp8_ms = 0;
+    {
+      fa3::OnDevice dev(fa3::make_problem(s, seed + 10));
+      row("chapter 10 (FA2, mma.sync)", ladder::time_gpu([&] { dev.forward_fa2(); }, opt).median_ms);
+      for (fa3::Step step : fa3::kAllSteps) {
+        const double ms = ladder::time_gpu([&] { dev.forward({step}); }, opt).median_ms;
+        row(std::string("step ") + fa3::name(step), ms);
+        if (step == fa3::kBestStep) best_ms = ms;
+      }
+      if (s.d == 128) {
+        fa3::Fp8Problem q = fa3::quantize_on_host(fa3::make_problem(s, seed + 11), true);
+        fp8_ms = ladder::time_gpu([&] { q.forward(); }, opt).median_ms;
+        row("fp8 (e4m3, per-block scales)", fp8_ms);
+      }
+    }
+    std::snprintf(line, sizeof line, "FA3 bf16 %s: %.1f TFLOP/s; fp8 %s TFLOP/s", s.str().c_str(), work.tflops(best_ms),
+                  s.d == 128 ? std::to_string(work.tflops(fp8_ms)).substr(0, 6).c_str() : "n/a");
+    return report.summary(line);
+  });
+}
