@@ -19,7 +19,9 @@
 #              CTEST_EXCLUDE, a regex of CTest entries to leave out; BENCH_CHAPTERS, a regex of the
 #              chapters whose benchmarks run (default: all);
 #              LADDER_COMMIT, the commit being measured (recorded in the summary and the benchmark JSON);
-#              BUILD_KEEP_GOING=1, build what compiles and go on after a failed build.
+#              BUILD_KEEP_GOING=1, build what compiles and go on after a failed build;
+#              BENCH_WARMUP (seconds), each benchmark runs that long unmeasured first, so every
+#              variant is timed at the clocks of a GPU under sustained load, not after an idle gap.
 set -uo pipefail
 DEST=${1:?usage: scripts/gpu_check.sh OUTDIR}
 mkdir -p "$DEST"
@@ -86,6 +88,7 @@ if want bench; then
     chapter=$(basename "$bench" _bench)
     [[ -n ${BENCH_CHAPTERS:-} && ! $chapter =~ ${BENCH_CHAPTERS} ]] && continue
     run_stage "bench_$chapter" "$bench" --benchmark_min_time="${BENCH_MIN_TIME:-0.2s}" \
+      ${BENCH_WARMUP:+--benchmark_min_warmup_time="$BENCH_WARMUP"} \
       --benchmark_out="$OUT/bench/$chapter.json" --benchmark_out_format=json
   done
 fi
