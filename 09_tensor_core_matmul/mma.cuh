@@ -88,6 +88,18 @@ __device__ __forceinline__ float ex2(float x) {
   return y;
 }
 
+// ---- row statistics of a C fragment -------------------------------------------------------
+// The 4 lanes of a quad (lane / 4 equal) hold one row of an mma.sync C fragment, and of a
+// wgmma accumulator too: a row's max or sum is two shuffles (chapters 10, 11 and 12).
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffff, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffff, v, 1);
+  return v + __shfl_xor_sync(0xffffffff, v, 2);
+}
+
 // ---- swizzled shared memory ------------------------------------------------------------
 // A tile whose rows are 64 bf16 (128 bytes, 8 chunks of 16 bytes) or wider. Stored
 // plainly, the 8 rows one ldmatrix reads all start in bank 0: an 8-way conflict. XOR-ing

@@ -2,6 +2,7 @@
 // sm_90a only. tc_matmul.cu dispatches to them after its checks; nothing else calls them.
 #pragma once
 
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 #include <cuda_runtime_api.h>
 
 #include "tc_matmul.h"
@@ -24,6 +25,9 @@ Tiling tiling(Kernel k);
 // True when this build holds sm_90a code for the Hopper kernels (the library was
 // compiled for 90a); the device check is the caller's.
 bool compiled_for_sm90a();
+
+// cuTensorMapEncodeTiled, looked up in the driver once, at run time (chapter 12 uses it too).
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled();
 
 // Launches after the caller's checks (arguments valid, device is cc 9.0, enough shared
 // memory). `fast`: the TMA path (K % 8 == 0, A and Bt 16-byte aligned).

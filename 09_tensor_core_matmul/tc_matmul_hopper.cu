@@ -299,20 +299,6 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // Host side: tensor maps and launches.
 // ---------------------------------------------------------------------------------------
 
-// cuTensorMapEncodeTiled is a driver function. Taking it from the runtime at run time
-// (instead of linking libcuda) keeps every binary loadable on machines without a driver.
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || f == nullptr)
-      throw ladder::CudaError("cuTensorMapEncodeTiled not found in the CUDA driver (needs driver 12.0 or newer)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
-
 // X [rows, K] row-major bf16 -> boxes of 64 x 128, 128B-swizzled, zero fill outside.
 CUtensorMap make_tensor_map(const bf16* X, int rows, int K) {
   CUtensorMap map;
@@ -454,6 +440,20 @@ void launch(Kernel k, int M, int N, int K, const bf16* A, const bf16* Bt, float*
       fast ? launch_ws<2, false>(p, true, tmA, tmB, stream) : launch_ws<2, true>(p, true, tmA, tmB, stream);
       break;
   }
+}
+
+// cuTensorMapEncodeTiled is a driver function. Taking it from the runtime at run time
+// (instead of linking libcuda) keeps every binary loadable on machines without a driver.
+PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || f == nullptr)
+      throw ladder::CudaError("cuTensorMapEncodeTiled not found in the CUDA driver (needs driver 12.0 or newer)");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
 }
 
 }  // namespace tcmm::hopper

@@ -122,15 +122,9 @@ __device__ __forceinline__ void c_to_a(std::uint32_t (&a)[4], const float (&c_lo
   a[3] = tc::pack_bf16x2(c_hi[2], c_hi[3]);
 }
 
-// Reductions over the 4 lanes (a quad) that hold one row of a C fragment.
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffff, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffff, v, 1);
-  return v + __shfl_xor_sync(0xffffffff, v, 2);
-}
+// Reductions over the 4 lanes (a quad) that hold one row of a C fragment (mma.cuh).
+using tc::quad_max;
+using tc::quad_sum;
 
 // dst[row][col..col+3] += v (one 16-byte vector atomic, sm_90), from a C fragment:
 // lanes t and t^1 swap half their values so that the even lane holds 4 consecutive

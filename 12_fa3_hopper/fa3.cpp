@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "09_tensor_core_matmul/tc_hopper.h"  // encode_tiled: the driver's tensor-map encoder
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3.h"
@@ -19,20 +20,6 @@ namespace fa3 {
 namespace {
 
 constexpr float kLog2e = 1.4426950408889634f;
-
-// cuTensorMapEncodeTiled is a driver function; taken from the runtime at run time (as in
-// chapter 09) so that no binary links libcuda and every one loads without a driver.
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || f == nullptr)
-      throw ladder::CudaError("cuTensorMapEncodeTiled not found in the CUDA driver (needs driver 12.0 or newer)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
 
 // A 3D view (column, row, head) of a row-major [heads][rows][cols] tensor, in boxes of
 // box_cols x box_rows x 1 (box_cols * element size = 128 bytes: one swizzle row),
@@ -55,10 +42,10 @@ CUtensorMap make_map(const MapKey& k) {
   const cuuint64_t strides[2] = {k.cols * elem, k.cols * k.rows * elem};  // bytes; multiples of 16
   const cuuint32_t box[3] = {k.box_cols, k.box_rows, 1};
   const cuuint32_t element_strides[3] = {1, 1, 1};
-  const CUresult r =
-      encode_tiled()(&map, k.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-                     const_cast<void*>(k.X), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                     CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = tcmm::hopper::encode_tiled()(
+      &map, k.fp8 ? CU_TENSOR_MAP_DATA_TYPE_UINT8 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(k.X), dims,
+      strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     throw ladder::CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for a " +
                             std::to_string(k.heads) + " x " + std::to_string(k.rows) + " x " + std::to_string(k.cols) +

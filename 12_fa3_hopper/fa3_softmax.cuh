@@ -19,14 +19,9 @@
 
 namespace fa3::detail {
 
-__device__ __forceinline__ float quad_max(float v) {
-  v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, 1));
-  return fmaxf(v, __shfl_xor_sync(0xffffffff, v, 2));
-}
-__device__ __forceinline__ float quad_sum(float v) {
-  v += __shfl_xor_sync(0xffffffff, v, 1);
-  return v + __shfl_xor_sync(0xffffffff, v, 2);
-}
+// Row statistics: the 4 lanes of a quad share a row here too (09's mma.cuh).
+using tc::quad_max;
+using tc::quad_sum;
 
 // Four fp32 -> four e4m3 in one 32-bit register, the first in the lowest byte (round to
 // nearest, saturating: P~ <= 1 never saturates).

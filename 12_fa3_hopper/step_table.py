@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Chapter 12's result tables, from one GPU run.
+
+  step_table.py BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...] [--readme README.md]
+
+BENCH_JSON: Google Benchmark JSON of 12_fa3_hopper_bench (bench.json, bench_persistent.json).
+With --benchmark_repetitions the value of a row is the MEDIAN of its repetitions (one run can be
+~10% off at these sizes: clocks and power move). ANCHORS2_JSON: torch_anchors2's records
+({"kind": "sdpa_bf16", "impl": "cudnn", "shape": "B4 H16 N4096 d128", "causal": false,
+"fwd_tflops": ...}, GQA as "gqa_bf16" with "tflops"). ncu_<variant>.log: `ncu --page details
+--print-details all` text of one launch of `12_fa3_hopper --profile <variant>` (sections
+SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats); the variant is the file name's.
+
+Prints three Markdown blocks; with --readme, writes each between its markers
+<!-- results:12_fa3_hopper:NAME --> and <!-- /results:12_fa3_hopper:NAME --> (NAME: steps,
+anchors, fp8) and leaves the rest of the file alone.
+"""
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+STEPS = [  # (bench variant, what the step adds)
+    ("anchor:fa2_tc/fwd", "chapter 10: `mma.sync`, `cp.async`, 8 equal warps (reference)"),
+    ("step:tma", "TMA into an mbarrier ring + `wgmma` (S from shared memory, P̃ V with P̃ in registers)"),
+    ("step:warpspec", "a producer warpgroup for the copies, `setmaxnreg` 24 / 240"),
+    ("step:pingpong", "named barriers: one warpgroup's softmax under the other's GEMMs"),
+    ("step:intrawg", "`S_{j+1}` issued before the softmax of `S_j` (two S tiles live)"),
+    ("step:persistent", "one CTA per SM walks row tiles; the next tile's `Q_i`, `K_0` load early (dense only)"),
+    ("tune:intrawg_stages3", "`intrawg` with 3 K/V stages instead of 2 (experiment)"),
+]
+NCU_NAME = {"step:tma": "tma", "step:warpspec": "warpspec", "step:pingpong": "pingpong",
+            "step:intrawg": "intrawg", "step:persistent": "persistent"}
+D128 = "d=128/N=4096/B=4/H=16"
+N16K = "d=128/N=16384/B=1/H=16"
+GQA = "d=128/N=4096/B=4/H=32/H_kv=8"
+SHAPE = {D128: "B4 H16 N4096 d128", N16K: "B1 H16 N16384 d128"}
+TARGET_CUDNN, MOONSHOT_CUDNN, TARGET_FP8 = 0.9, 1.0, 1.5
+
+
+def read_json(path):
+    """A whole JSON file, or from one cut short (a benchmark killed by its timeout) the runs it holds."""
+    text = Path(path).read_text()
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        runs, dec = [], json.JSONDecoder()
+        i = text.find("[", text.find('"benchmarks"')) + 1
+        while i > 0:
+            j = text.find("{", i)
+            if j < 0:
+                break
+            try:
+                obj, i = dec.raw_decode(text, j)
+            except json.JSONDecodeError:
+                break
+            runs.append(obj)
+        ctx = text.find('"context"')
+        context = dec.raw_decode(text, text.find("{", ctx))[0] if ctx >= 0 else {}
+        print(f"step_table.py: {path} was cut short; {len(runs)} runs read", file=sys.stderr)
+        return {"context": context, "benchmarks": runs}
+
+
+def load_bench(paths):
+    """{(variant, keys): median TFLOP/s}, keys like 'd=128/N=4096/B=4/H=16/causal=0'; and the context."""
+    samples, medians, context = {}, {}, {}
+    for path in paths:
+        data = read_json(path)
+        context = context or data.get("context", {})
+        for b in data.get("benchmarks", []):
+            if "TFLOP/s" not in b or b.get("error_occurred"):
+                continue
+            name = re.sub(r"/repeats:\d+", "", b.get("run_name", b["name"]).replace("/manual_time", ""))
+            name = re.sub(r"_(mean|median|stddev|cv)$", "", name)
+            variant, _, keys = name.partition("/d=")
+            key = (variant, "d=" + keys)
+            if b.get("run_type") == "aggregate":
+                if b.get("aggregate_name") == "median":
+                    medians[key] = b["TFLOP/s"]
+            else:
+                samples.setdefault(key, []).append(b["TFLOP/s"])
+    rows = {k: statistics.median(v) for k, v in samples.items()}
+    rows.update({k: v for k, v in medians.items() if k not in rows})
+    spread = {k: (min(v), max(v)) for k, v in samples.items() if len(v) > 1}
+    return rows, spread, context
+
+
+def load_anchors(path):
+    out = {}
+    for r in json.loads(Path(path).read_text()):
+        if "error" in r:
+            continue
+        if r.get("kind") == "sdpa_bf16":
+            out[(r["impl"], r["shape"], bool(r["causal"]))] = r["fwd_tflops"]
+        elif r.get("kind") == "gqa_bf16":
+            out[(r["impl"], "gqa", True)] = r["tflops"]
+        elif r.get("kind") == "gemm":
+            out[(r["impl"], r["shape"], None)] = r["tflops"]
+    return out
+
+
+def num(text, label):
+    m = re.search(r"^\s*" + re.escape(label) + r"\s+(?:[%\w/.]+\s+)?([\d,.]+)\s*$", text, re.M)
+    return float(m.group(1).replace(",", "")) if m else None
+
+
+def load_ncu(path):
+    """The few numbers that say what moved: duration, tensor pipe, issue, smem wavefronts, top stalls."""
+    text = Path(path).read_text(errors="replace")
+    r = {"duration_ms": num(text, "Duration"), "sm_ghz": num(text, "SM Frequency"),
+         "tensor": num(text, "Tensor (All)") or num(text, "SM: Pipe Tensor Cycles Active"),
+         "issue": num(text, "Issue Slots Busy"), "smem": num(text, "L1: Data Pipe Lsu Wavefronts"),
+         "xu": num(text, "SM: Inst Executed Pipe Xu"), "cpi": num(text, "Warp Cycles Per Issued Instruction")}
+    unit = re.search(r"^\s*Duration\s+(\S+)\s+[\d,.]+\s*$", text, re.M)
+    if r["duration_ms"] is not None and unit and unit.group(1) in ("us", "usecond"):
+        r["duration_ms"] /= 1000
+    table = re.search(r"Warp State \(All Cycles\)(.*?)\n\s*-+ -+ -+\n\n", text, re.S)
+    stalls = re.findall(r"Stall ([A-Za-z ]+?)\s+inst\s+([\d.]+)", table.group(1) if table else "")
+    r["stalls"] = sorted(((float(v), k) for k, v in stalls), reverse=True)[:3]
+    return r
+
+
+def fmt(x, nd=1):
+    return "—" if x is None else f"{x:.{nd}f}"
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def ncu_cell(n):
+    if not n:
+        return "—"
+    parts = [f"tensor {fmt(n['tensor'], 0)} %", f"issue {fmt(n['issue'], 0)} %"]
+    if n["smem"] is not None:
+        parts.append(f"smem {fmt(n['smem'], 0)} %")
+    if n["duration_ms"] is not None:
+        parts.append(f"{n['duration_ms'] * 1000:.0f} µs")
+    return ", ".join(parts)
+
+
+def steps_block(rows, spread, ncu):
+    cols = [(D128, 0), (D128, 1), (N16K, 0), (N16K, 1)]
+    out = ["| step | what it adds | d128 dense | d128 causal | N16k dense | N16k causal | "
+           "gain (d128 dense / causal) | ncu (d128 dense, one launch, boost clock) |",
+           "|---|---|---:|---:|---:|---:|---:|---|"]
+    prev = None
+    for variant, what in STEPS:
+        vals = [rows.get((variant, f"{k}/causal={c}")) for k, c in cols]
+        if all(v is None for v in vals):
+            continue
+        if variant == "step:persistent":  # causal falls back to one CTA per tile (= intrawg)
+            vals[1] = vals[3] = None
+        gain = "—"
+        if prev is not None and variant.startswith("step:") and variant != "step:tma":
+            g = [ratio(vals[i], prev[i]) for i in (0, 1)]
+            gain = " / ".join("—" if x is None else f"{(x - 1) * 100:+.0f} %" for x in g)
+        out.append(f"| `{variant}` | {what} | " + " | ".join(fmt(v) for v in vals) +
+                   f" | {gain} | {ncu_cell(ncu.get(NCU_NAME.get(variant, variant)))} |")
+        if variant.startswith("step:"):
+            prev = [v if v is not None else (prev[i] if prev else None) for i, v in enumerate(vals)]
+    out.append("")
+    out.append("TFLOP/s (FA convention, halved when causal), median of the benchmark's repetitions; "
+               "gain = over the step above. `persistent` is dense only (causal runs `intrawg`).")
+    if spread:
+        worst = max(spread.items(), key=lambda kv: (kv[1][1] - kv[1][0]) / kv[1][1])
+        lo, hi = worst[1]
+        out.append(f"Largest spread between repetitions of one row: {(hi - lo) / hi * 100:.0f} % "
+                   f"(`{worst[0][0]}/{worst[0][1]}`): read differences between steps smaller than that with care.")
+    return "\n".join(out)
+
+
+def anchors_block(rows, anchors, context):
+    best = "fwd"
+    out = ["| shape | causal | this chapter (`fwd`) | SDPA cuDNN | SDPA flash | ratio to cuDNN | target ≥ 0.9× |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    for keys, shape in ((D128, SHAPE[D128]), (N16K, SHAPE[N16K])):
+        for c in (0, 1):
+            ours = rows.get((best, f"{keys}/causal={c}"))
+            cud, fla = anchors.get(("cudnn", shape, bool(c))), anchors.get(("flash", shape, bool(c)))
+            r = ratio(ours, cud)
+            met = "—" if r is None else ("met" if r >= TARGET_CUDNN else "**missed**") + \
+                (" (moonshot ≥ 1.0× met)" if r is not None and r >= MOONSHOT_CUDNN else "")
+            out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(ours)} | {fmt(cud)} | {fmt(fla)} | "
+                       f"{fmt(r, 2)}× | {met} |")
+    ours = rows.get((best, f"{GQA}/causal=1"))
+    cud, fla = anchors.get(("cudnn", "gqa", True)), anchors.get(("flash", "gqa", True))
+    out.append(f"| B4 H32 H_kv8 N4096 d128 (GQA) | yes | {fmt(ours)} | {fmt(cud)} | {fmt(fla)} | "
+               f"{fmt(ratio(ours, cud), 2)}× | (not a target) |")
+    out += ["", "| FP8 (e4m3) vs this chapter's bf16 | causal | fp8 | bf16 (`fwd`) | ratio | target ≥ 1.5× |",
+            "|---|---|---:|---:|---:|---|"]
+    for keys, shape in ((D128, SHAPE[D128]), (N16K, SHAPE[N16K])):
+        for c in (0, 1):
+            f8, bf = rows.get(("fp8", f"{keys}/causal={c}")), rows.get((best, f"{keys}/causal={c}"))
+            r = ratio(f8, bf)
+            met = "—" if r is None else ("met" if r >= TARGET_FP8 else "**missed**")
+            out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(f8)} | {fmt(bf)} | {fmt(r, 2)}× | {met} |")
+    g8, g16 = anchors.get(("cuBLAS fp8 e4m3", "8192^3", None)), anchors.get(("cuBLAS bf16", "8192^3", None))
+    if g8 and g16:
+        out.append(f"\nFor scale: cuBLAS's 8192³ GEMM in the same anchor run, fp8 {g8:.0f} vs bf16 {g16:.0f} "
+                   f"TFLOP/s = {g8 / g16:.2f}× — the most FP8 buys where nothing but the tensor cores works.")
+    out.append("\n" + provenance(context))
+    return "\n".join(out)
+
+
+def provenance(context):
+    return (f"Measured on {context.get('gpu', 'an unknown GPU')}, {context.get('date', 'unknown date')}, "
+            f"commit {context.get('git_commit', 'unknown')}; cuDNN and flash: PyTorch SDPA (torch_anchors2) "
+            f"in the same GPU session.")
+
+
+def fp8_block(rows, ncu):
+    f8, bf = rows.get(("fp8", f"{D128}/causal=0")), rows.get(("fwd", f"{D128}/causal=0"))
+    a, b = ncu.get("intrawg"), ncu.get("fp8")
+    out = [f"At B4 H16 N4096 d128 (dense) FP8 runs at {fmt(f8)} TFLOP/s, {fmt(ratio(f8, bf), 2)}× the bf16 "
+           f"kernel's {fmt(bf)} (target 1.5×)."]
+    if a and b:
+        out += ["", "| ncu, one launch, boost clock | bf16 (`intrawg`) | fp8 |", "|---|---:|---:|"]
+        for label, k, nd in (("duration (µs)", "duration_ms", 0), ("tensor pipe active (%)", "tensor", 1),
+                             ("issue slots busy (%)", "issue", 1), ("XU (MUFU: exp2, converts) issued (%)", "xu", 1),
+                             ("shared-memory wavefronts (% of peak)", "smem", 1),
+                             ("warp cycles per issued instruction", "cpi", 2)):
+            va, vb = a[k], b[k]
+            if k == "duration_ms":
+                va, vb = (None if va is None else va * 1000), (None if vb is None else vb * 1000)
+            out.append(f"| {label} | {fmt(va, nd)} | {fmt(vb, nd)} |")
+        out.append("| top stalls (cycles per instruction) | " +
+                   " | ".join(", ".join(f"{k} {v:.2f}" for v, k in n["stalls"]) or "—" for n in (a, b)) + " |")
+        if a["duration_ms"] and b["duration_ms"] and a["tensor"] and b["tensor"]:
+            busy_a, busy_b = a["duration_ms"] * a["tensor"], b["duration_ms"] * b["tensor"]
+            out.append(f"\nTensor-pipe busy time, fp8 / bf16: {busy_b / busy_a:.2f} (0.50 if a busy cycle does twice "
+                       f"the work in FP8); the time the pipe sits idle: bf16 {a['duration_ms'] * (100 - a['tensor']) * 10:.0f} µs, "
+                       f"fp8 {b['duration_ms'] * (100 - b['tensor']) * 10:.0f} µs.")
+    return "\n".join(out)
+
+
+def replace_block(text, name, body):
+    start, end = f"<!-- results:12_fa3_hopper:{name} -->", f"<!-- /results:12_fa3_hopper:{name} -->"
+    if start not in text or end not in text:
+        sys.exit(f"step_table.py: README has no {start} ... {end}")
+    head, rest = text.split(start, 1)
+    return head + start + "\n" + body + "\n" + end + rest.split(end, 1)[1]
+
+
+def main(argv):
+    readme = None
+    if "--readme" in argv:
+        i = argv.index("--readme")
+        readme, argv = argv[i + 1], argv[:i] + argv[i + 2:]
+    ncu_files = [a for a in argv if Path(a).name.startswith("ncu_")]
+    jsons = [a for a in argv if a not in ncu_files]
+    if len(jsons) < 2:
+        sys.exit(__doc__)
+    rows, spread, context = load_bench(jsons[:-1])
+    anchors = load_anchors(jsons[-1])
+    ncu = {}
+    for f in ncu_files:
+        n = load_ncu(f)
+        if n["duration_ms"] is not None:
+            ncu[Path(f).stem[len("ncu_"):]] = n
+    blocks = {"steps": steps_block(rows, spread, ncu), "anchors": anchors_block(rows, anchors, context),
+              "fp8": fp8_block(rows, ncu)}
+    for name, body in blocks.items():
+        print(f"## {name}\n{body}\n")
+    if readme:
+        text = Path(readme).read_text()
+        for name, body in blocks.items():
+            text = replace_block(text, name, body)
+        Path(readme).write_text(text)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
