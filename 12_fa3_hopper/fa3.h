@@ -43,7 +43,8 @@ const char* name(Step s);  // "tma", "warpspec", "pingpong", "intrawg", "persist
 
 struct ForwardOptions {
   Step step = kBestStep;
-  // K/V stages in shared memory: 0 = the step's own (2 at d = 128, 4 at d = 64). 3 is an
+  // K/V stages in shared memory: 0 = the step's own (2 for bf16 at d = 128, 4 for bf16 at
+  // d = 64 and for FP8). 3 is an
   // experiment (README, exercise 1) compiled for bf16, d = 128, Step::IntraWg only.
   int kv_stages = 0;
 };

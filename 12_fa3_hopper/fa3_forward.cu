@@ -90,7 +90,8 @@ struct Cfg {
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "the register file holds both roles");
 };
 
-// The shared memory of a CTA: Q_i, then kStages x (K_j, V_j), then the mbarriers.
+// The shared memory of a CTA: Q_i, then kStages x (K_j, V_j), then (persistent and FP8) a
+// buffer of its own for staging O, then the mbarriers.
 template <class C>
 struct Smem {
   std::uint32_t base;  // 1024-byte aligned (the swizzle repeats every 1024 bytes)
@@ -376,6 +377,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       release_v(T_c - 1);
     }
     if (lane == 0 && T_c == 0) tc::mbarrier_arrive(sm.q_empty());  // (no S at all)
+    // In `persistent` the next row tile writes this O buffer again; that is safe only because
+    // every consumer thread passes turn_begin's bar.sync (256 threads) in between, after its
+    // ld.shared of this tile. A persistent variant without ping-pong would need a barrier here.
     r.store(p, head, sm.O() + cw * kRowsPerWarpgroup * 128, i0 + cw * kRowsPerWarpgroup, t, kStoreBarrier + cw);
     g += T_c;
   }

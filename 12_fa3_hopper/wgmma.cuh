@@ -47,8 +47,9 @@ __device__ __forceinline__ std::uint64_t desc_mn_sw128(std::uint32_t smem_addr, 
 //   bf16, k16:  a0 = (g, 2c..2c+1)  a1 = (g+8, 2c..2c+1)  a2 = (g, 8+2c..)    a3 = (g+8, 8+2c..)
 //   e4m3, k32:  a0 = (g, 4c..4c+3)  a1 = (g+8, 4c..4c+3)  a2 = (g, 16+4c..)   a3 = (g+8, 16+4c..)
 // (lowest k in the lowest bits): the fp32 accumulator of the S GEMM holds, per thread, the
-// same rows and columns 8j + 2c + e, which is why P needs no shuffle (fa3_kernel.cuh, and
-// fp8_layout.h for the key permutation that e4m3 needs). B from shared memory.
+// same rows and columns 8j + 2c + e for bf16, which is why P needs no shuffle
+// (fa3_softmax.cuh, Rows::to_p); for e4m3 the columns differ, and fp8_layout.h permutes V's
+// keys to match. B from shared memory.
 // bf16, B MN-major (imm-trans-b = 1): V_j as it lies in shared memory.
 __device__ __forceinline__ void wgmma_m64n128k16_rs_bf16_tb(float (&d)[64], const std::uint32_t (&a)[4],
                                                             std::uint64_t desc_b, int scale_d) {

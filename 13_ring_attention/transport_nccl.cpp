@@ -2,7 +2,9 @@
 // from one host thread. With one thread managing several GPUs, NCCL requires the calls of
 // all ranks inside one group: ncclGroupEnd then launches every rank's send/recv kernels,
 // each on its rank's communication stream, and returns without waiting.
-// Built only when CMake finds NCCL (LADDER_HAVE_NCCL); see transport_nccl_stub.cpp.
+// Built only when CMake finds NCCL (the chapter's CMakeLists.txt picks this file or
+// transport_nccl_stub.cpp). Asynchronous NCCL errors (ncclCommGetAsyncError) are not polled:
+// a failing peer shows up as a CUDA error or a hang of the next synchronisation.
 #include <nccl.h>
 
 #include <stdexcept>
@@ -42,11 +44,16 @@ class Nccl final : public Transport {
     if (static_cast<int>(msgs.size()) != P || static_cast<int>(streams.size()) != P)
       throw std::invalid_argument("nccl shift: one message list and one stream per rank");
     NCCL_CHECK(ncclGroupStart());
-    for (int r = 0; r < P; ++r)
-      for (const Message& m : msgs[r]) {
-        NCCL_CHECK(ncclSend(m.send, m.bytes, ncclUint8, (r + 1) % P, comms_[r], streams[r]));
-        NCCL_CHECK(ncclRecv(m.recv, m.bytes, ncclUint8, (r + P - 1) % P, comms_[r], streams[r]));
-      }
+    try {
+      for (int r = 0; r < P; ++r)
+        for (const Message& m : msgs[r]) {
+          NCCL_CHECK(ncclSend(m.send, m.bytes, ncclUint8, (r + 1) % P, comms_[r], streams[r]));
+          NCCL_CHECK(ncclRecv(m.recv, m.bytes, ncclUint8, (r + P - 1) % P, comms_[r], streams[r]));
+        }
+    } catch (...) {
+      ncclGroupEnd();  // never leave the group open: every later NCCL call would join it
+      throw;
+    }
     NCCL_CHECK(ncclGroupEnd());
   }
 
