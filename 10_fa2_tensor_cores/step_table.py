@@ -4,6 +4,7 @@ CSV and the PyTorch anchors measured in the same session.
 
     python3 10_fa2_tensor_cores/step_table.py BENCH_JSON NCU_CSV ANCHORS_JSON
             [--readme 10_fa2_tensor_cores/README.md] [--summary-json results/summary.json]
+            [--only anchors,normalisation,configs,rescale]
 
 BENCH_JSON:   10_fa2_tensor_cores_bench --benchmark_out (names <variant>/d=../N=../B=../H=..[/H_kv=..]/causal=..)
 NCU_CSV:      what .handoff/10/request.sh writes: for each profile (fwd, bwd, fwd_fa1norm) a line
@@ -101,16 +102,23 @@ def anchor_table(tf, sdpa, gqa):
         "\n".join(rows)
 
 
-def normalisation_table(tf):
-    rows = ["| d | tensor cores, FA2 norm | tensor cores, FA1 norm | FA1 time / FA2 time | fp32 (ch. 06), FA2 norm | "
-            "fp32, FA1 norm | FA1 time / FA2 time |", "|---|---|---|---|---|---|---|"]
+def normalisation_table(tf, context=None):
+    rows = ["| d | tensor cores | FA2 norm | FA1 norm | FA1 time / FA2 time | fp32 (ch. 06), FA2 norm | "
+            "fp32, FA1 norm | FA1 time / FA2 time |", "|---|---|---|---|---|---|---|---|"]
     for d in (64, 128):
         k = keys(d, 4096, 4, 16, False)
-        t2, t1 = tf.get(("fwd", k)), tf.get(("fwd_fa1norm", k))
         f2, f1 = tf.get(("fp32_fwd_fa2norm", k)), tf.get(("fp32_fwd_fa1norm", k))
-        rows.append(f"| {d} | {fmt(t2)} | {fmt(t1)} | {fmt(ratio(t2, t1), '.2f')} | {fmt(f2, '.1f')} | "
-                    f"{fmt(f1, '.1f')} | {fmt(ratio(f2, f1), '.2f')} |")
-    return "TFLOP/s at B=4 H=16 N=4096, dense\n\n" + "\n".join(rows)
+        cfg1 = sorted({v[len("fwd_fa1norm_"):] for (v, kk) in tf if v.startswith("fwd_fa1norm_cfg1_") and kk == k})
+        kernels = [("default (cfg0)", "fwd", "fwd_fa1norm")] + [(f"`{c}`", f"fwd_{c}", f"fwd_fa1norm_{c}") for c in cfg1]
+        for label, v2, v1 in kernels:
+            t2, t1 = tf.get((v2, k)), tf.get((v1, k))
+            rows.append(f"| {d} | {label} | {fmt(t2)} | {fmt(t1)} | {fmt(ratio(t2, t1), '.2f')} | {fmt(f2, '.1f')} | "
+                        f"{fmt(f1, '.1f')} | {fmt(ratio(f2, f1), '.2f')} |")
+    stamp = ""
+    if context:
+        stamp = (f"\n\nMeasured on {context.get('gpu', '?')}, {context.get('date', '?')}, commit "
+                 f"{context.get('git_commit', '?')}.")
+    return "TFLOP/s at B=4 H=16 N=4096, dense\n\n" + "\n".join(rows) + stamp
 
 
 def config_table(tf, prof):
@@ -178,11 +186,14 @@ def main(argv):
     tf = bench(argv[1])
     prof = ncu(argv[2]) if pathlib.Path(argv[2]).is_file() else {}
     sdpa, gqa = anchors(argv[3])
-    tables = {"anchors": anchor_table(tf, sdpa, gqa), "normalisation": normalisation_table(tf),
+    opts = dict(zip(argv[4::2], argv[5::2]))
+    context = json.load(open(argv[1])).get("context", {})
+    tables = {"anchors": anchor_table(tf, sdpa, gqa), "normalisation": normalisation_table(tf, context),
               "configs": config_table(tf, prof), "rescale": rescale_table(tf, sdpa, gqa)}
+    if "--only" in opts:  # a run that re-measured some tables only (e.g. --only normalisation)
+        tables = {k: v for k, v in tables.items() if k in opts["--only"].split(",")}
     for name, text in tables.items():
         print(f"## {name}\n\n{text}\n")
-    opts = dict(zip(argv[4::2], argv[5::2]))
     if "--readme" in opts:
         for name, text in tables.items():
             replace(pathlib.Path(opts["--readme"]), name, text)
