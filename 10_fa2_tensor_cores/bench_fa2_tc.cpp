@@ -30,15 +30,7 @@ using ladder::AttentionShape;
 using ladder::bf16;
 
 AttentionShape shape(int B, int H, int H_kv, int N, int d, bool causal) {
-  AttentionShape s{B, H, N, d, causal};
-  s.H_kv = H_kv;
-  return s;
-}
-
-std::string keys(const AttentionShape& s) {
-  return "/d=" + std::to_string(s.d) + "/N=" + std::to_string(s.N) + "/B=" + std::to_string(s.B) +
-         "/H=" + std::to_string(s.H) + (s.hkv() != s.H ? "/H_kv=" + std::to_string(s.hkv()) : "") +
-         "/causal=" + std::to_string(int(s.causal));
+  return ladder::attention_shape(B, H, H_kv, N, N, d, causal);
 }
 
 struct Tensors {
@@ -133,7 +125,7 @@ const bool registered = [] {
     anchors.push_back(shape(1, 16, 16, 16384, 128, causal));
   }
   for (const AttentionShape& s : anchors) {
-    const std::string k = keys(s);
+    const std::string k = ladder::bench_keys(s);
     ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_forward(st, s, {}); });
     ladder::gpu_benchmark("fwd_fa1norm" + k, [s](benchmark::State& st) {
       bench_forward(st, s, {fa2tc::Normalisation::FA1, 0, {}});
@@ -145,8 +137,8 @@ const bool registered = [] {
   }
   // GQA 32:8, causal (the SDPA flash anchor with enable_gqa is forward only).
   const AttentionShape gqa = shape(4, 32, 8, 4096, 128, true);
-  ladder::gpu_benchmark("fwd" + keys(gqa), [gqa](benchmark::State& st) { bench_forward(st, gqa, {}); });
-  ladder::gpu_benchmark("bwd" + keys(gqa), [gqa](benchmark::State& st) { bench_backward(st, gqa, {}); });
+  ladder::gpu_benchmark("fwd" + ladder::bench_keys(gqa), [gqa](benchmark::State& st) { bench_forward(st, gqa, {}); });
+  ladder::gpu_benchmark("bwd" + ladder::bench_keys(gqa), [gqa](benchmark::State& st) { bench_backward(st, gqa, {}); });
 
   // skiprescale is data-dependent: the d = 128 targets again with logits that rise at every
   // key tile (no rescale skipped), for the default and for its twin without skiprescale
@@ -166,7 +158,7 @@ const bool registered = [] {
       if (s.d == 128) targets.push_back(s);
     targets.push_back(gqa);
     for (const AttentionShape& s : targets) {
-      const std::string k = keys(s);
+      const std::string k = ladder::bench_keys(s);
       ladder::gpu_benchmark("fwd" + k + "/logits=rising",
                             [s](benchmark::State& st) { bench_forward(st, s, {}, true); });
       if (noskip < 0) continue;
@@ -186,12 +178,12 @@ const bool registered = [] {
       const AttentionShape s = shape(4, 16, 16, 4096, d, causal);
       const auto fwd = fa2tc::forward_configs(d), bwd = fa2tc::backward_configs(d);
       for (int c = 1; c < int(fwd.size()); ++c)
-        ladder::gpu_benchmark("fwd_cfg" + std::to_string(c) + "_" + fwd[c].name + keys(s),
+        ladder::gpu_benchmark("fwd_cfg" + std::to_string(c) + "_" + fwd[c].name + ladder::bench_keys(s),
                               [s, c](benchmark::State& st) {
                                 bench_forward(st, s, {fa2tc::Normalisation::FA2, c, {}});
                               });
       for (int c = 1; c < int(bwd.size()); ++c)
-        ladder::gpu_benchmark("bwd_cfg" + std::to_string(c) + "_" + bwd[c].name + keys(s),
+        ladder::gpu_benchmark("bwd_cfg" + std::to_string(c) + "_" + bwd[c].name + ladder::bench_keys(s),
                               [s, c](benchmark::State& st) {
                                 bench_backward(st, s, {fa2tc::DqPath::Atomic, c});
                               });
@@ -203,15 +195,17 @@ const bool registered = [] {
   for (int d : fa2tc::kSupportedD) {
     const AttentionShape s = shape(4, 16, 16, 4096, d, false);
     const std::string cfg1 = "_cfg1_" + fa2tc::forward_configs(d)[1].name;
-    ladder::gpu_benchmark("fwd_fa1norm" + cfg1 + keys(s), [s](benchmark::State& st) {
+    ladder::gpu_benchmark("fwd_fa1norm" + cfg1 + ladder::bench_keys(s), [s](benchmark::State& st) {
       bench_forward(st, s, {fa2tc::Normalisation::FA1, 1, {}});
     });
-    ladder::gpu_benchmark("fp32_fwd_fa2norm" + keys(s),
+    ladder::gpu_benchmark("fp32_fwd_fa2norm" + ladder::bench_keys(s),
                           [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Fa2Norm); });
-    ladder::gpu_benchmark("fp32_fwd_fa1norm" + keys(s),
+    ladder::gpu_benchmark("fp32_fwd_fa1norm" + ladder::bench_keys(s),
                           [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Fa1Norm); });
-    ladder::gpu_benchmark("fp32_ch06_fwd" + keys(s), [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch06); });
-    ladder::gpu_benchmark("fp32_ch07_bwd" + keys(s), [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch07); });
+    ladder::gpu_benchmark("fp32_ch06_fwd" + ladder::bench_keys(s),
+                          [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch06); });
+    ladder::gpu_benchmark("fp32_ch07_bwd" + ladder::bench_keys(s),
+                          [s](benchmark::State& st) { bench_fp32(st, s, Fp32::Ch07); });
   }
   return true;
 }();

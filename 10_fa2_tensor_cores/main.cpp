@@ -53,8 +53,7 @@ int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
     ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
-    s.H_kv = static_cast<int>(args.integer("--H-kv", s.H));
-    s.N_kv = static_cast<int>(args.integer("--N-kv", s.N));
+    ladder::kv_shape_flags(args, s);
     const int check_N = static_cast<int>(args.integer("--check-N", 1000));
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const int config = static_cast<int>(args.integer("--config", 0, 0));

@@ -5,6 +5,7 @@
 #include <tuple>
 #include <vector>
 
+#include "attention_test_cases.h"
 #include "bf16.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
@@ -15,14 +16,8 @@
 namespace {
 
 using fa2tc::bf16;
+using ladder::attention_shape;
 using ladder::AttentionShape;
-
-AttentionShape shape(int B, int H, int H_kv, int N, int N_kv, int d, bool causal) {
-  AttentionShape s{B, H, N, d, causal};
-  s.H_kv = H_kv;
-  s.N_kv = N_kv;
-  return s;
-}
 
 // ---- CPU: addressing, configurations, bad input --------------------------------------
 
@@ -47,7 +42,7 @@ TEST(CpuFa2Tc, TileConfigsAreListedPerHeadDim) {
 }
 
 TEST(CpuFa2Tc, BackwardWorkspaceHoldsDAndTheDqAccumulator) {
-  const AttentionShape s = shape(2, 8, 2, 1001, 300, 64, true);
+  const AttentionShape s = attention_shape(2, 8, 2, 1001, 300, 64, true);
   const std::size_t D = (s.rows() + 3) / 4 * 4;  // the accumulator starts 16-byte aligned
   EXPECT_EQ(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Deterministic), D);
   EXPECT_EQ(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic), D + s.elems());
@@ -74,19 +69,19 @@ TEST(CpuFa2Tc, BadInputIsRejectedBeforeAnyLaunch) {
                  const fa2tc::BackwardOptions& o = {}) {
     fa2tc::backward(s, q ? q : p, p, p, p, f, p, p, p, p, ws ? ws : f, o);
   };
-  const AttentionShape ok = shape(1, 4, 2, 64, 64, 64, false);
+  const AttentionShape ok = attention_shape(1, 4, 2, 64, 64, 64, false);
   try {
-    fwd(shape(1, 1, 1, 16, 16, 96, false));
+    fwd(attention_shape(1, 1, 1, 16, 16, 96, false));
     FAIL() << "d=96 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("64, 128"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fwd(shape(1, 1, 1, 0, 0, 64, false)), std::invalid_argument);      // N = 0
-  EXPECT_THROW(fwd(shape(0, 1, 1, 8, 8, 64, false)), std::invalid_argument);      // B = 0
-  EXPECT_THROW(fwd(shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);      // H not a multiple of H_kv
-  EXPECT_THROW(fwd(shape(1, 65536, 1, 8, 8, 64, false)), std::invalid_argument);  // grid.y
-  EXPECT_THROW(fwd(ok, reinterpret_cast<bf16*>(1)), std::invalid_argument);       // misaligned Q
-  EXPECT_THROW(fwd(ok, nullptr, misaligned), std::invalid_argument);              // misaligned K
+  EXPECT_THROW(fwd(attention_shape(1, 1, 1, 0, 0, 64, false)), std::invalid_argument);      // N = 0
+  EXPECT_THROW(fwd(attention_shape(0, 1, 1, 8, 8, 64, false)), std::invalid_argument);      // B = 0
+  EXPECT_THROW(fwd(attention_shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);      // H not a multiple of H_kv
+  EXPECT_THROW(fwd(attention_shape(1, 65536, 1, 8, 8, 64, false)), std::invalid_argument);  // grid.y
+  EXPECT_THROW(fwd(ok, reinterpret_cast<bf16*>(1)), std::invalid_argument);                 // misaligned Q
+  EXPECT_THROW(fwd(ok, nullptr, misaligned), std::invalid_argument);                        // misaligned K
   EXPECT_THROW(fwd(ok, nullptr, nullptr, reinterpret_cast<float*>(2)), std::invalid_argument);  // misaligned L
   EXPECT_THROW(fa2tc::forward(ok, nullptr, p, p, p, f), std::invalid_argument);                 // null Q
   EXPECT_THROW(fa2tc::forward(ok, p, p, p, p, nullptr), std::invalid_argument);                 // null L
@@ -99,8 +94,8 @@ TEST(CpuFa2Tc, BadInputIsRejectedBeforeAnyLaunch) {
   bad_stride.strides.kv_head = 64 * 64 + 4;  // not 16 bytes
   EXPECT_THROW(fwd(ok, nullptr, nullptr, nullptr, bad_stride), std::invalid_argument);
 
-  EXPECT_THROW(bwd(shape(1, 1, 1, 16, 16, 96, false)), std::invalid_argument);
-  EXPECT_THROW(bwd(shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);
+  EXPECT_THROW(bwd(attention_shape(1, 1, 1, 16, 16, 96, false)), std::invalid_argument);
+  EXPECT_THROW(bwd(attention_shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);
   EXPECT_THROW(bwd(ok, misaligned), std::invalid_argument);
   EXPECT_THROW(fa2tc::backward(ok, p, p, p, p, f, p, p, p, p, nullptr), std::invalid_argument);  // no workspace
   EXPECT_THROW(fa2tc::backward(ok, p, p, p, p, nullptr, p, p, p, p, f), std::invalid_argument);  // no L
@@ -182,50 +177,27 @@ void expect_backward_correct(const fa2tc::Problem& p, int config = 0) {
   EXPECT_TRUE(fa2tc::bit_identical(dev.dV_host(), dV[1])) << "deterministic dV differs between runs, " << s.str();
 }
 
-// (N, d, causal, GQA group); the forward runs every tile configuration on each (they are the
-// benchmark's sweep, and any may become the default). Two batches and two KV heads where the fp64 reference is cheap
-// (N <= 128), one batch at N = 1000, one head at N = 4093; under compute-sanitizer (small
-// mode) one KV head, N <= 128 and groups 1, 4.
-using Case = std::tuple<int, int, bool, int>;
-AttentionShape case_shape(const Case& c) {
-  const auto [N, d, causal, group] = c;
-  if (ladder::small_mode()) return shape(1, group, 1, N, N, d, causal);
-  if (N > 1000) return shape(1, group, 1, N, N, d, causal);
-  return shape(N <= 128 ? 2 : 1, 2 * group, 2, N, N, d, causal);
-}
-// Skipped: in small mode N > 128 and group 8; always N = 4093 with groups 4 and 8 (their
-// fp64 references dominate the run on the CPU; groups are covered at N <= 1000).
-std::string skip_reason(const Case& c) {
-  if (ladder::small_mode() && (std::get<0>(c) > 128 || std::get<3>(c) > 4))
-    return "small mode (compute-sanitizer): N <= 128, groups 1 and 4";
-  if (std::get<0>(c) > 1000 && std::get<3>(c) > 1) return "N = 4093 runs group 1 (CPU reference time)";
-  return "";
-}
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const auto [N, d, causal, group] = info.param;
-  return "N" + std::to_string(N) + "_d" + std::to_string(d) + (causal ? "_causal" : "") + "_g" + std::to_string(group);
-}
-const auto kCases = ::testing::Combine(::testing::Values(1, 17, 128, 1000, 4093), ::testing::Values(64, 128),
-                                       ::testing::Bool(), ::testing::Values(1, 4, 8));
+// The edge-shape matrix (common/attention_test_cases.h); the forward runs every tile
+// configuration on each (they are the benchmark's sweep, and any may become the default).
 
-class GpuFa2TcForward : public ::testing::TestWithParam<Case> {};
+class GpuFa2TcForward : public ::testing::TestWithParam<ladder::edge::Case> {};
 TEST_P(GpuFa2TcForward, MatchesTheReference) {
   LADDER_REQUIRE_GPU();
   LADDER_TEST_SEED(seed);
-  if (const std::string why = skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
-  const AttentionShape s = case_shape(GetParam());
+  if (const std::string why = ladder::edge::skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
+  const AttentionShape s = ladder::edge::case_shape(GetParam());
   expect_forward_correct(fa2tc::make_problem(s, seed), all_forward_configs(s.d));
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa2TcForward, kCases, case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa2TcForward, ladder::edge::kCases, ladder::edge::case_name);
 
-class GpuFa2TcBackward : public ::testing::TestWithParam<Case> {};
+class GpuFa2TcBackward : public ::testing::TestWithParam<ladder::edge::Case> {};
 TEST_P(GpuFa2TcBackward, MatchesTheReference) {
   LADDER_REQUIRE_GPU();
   LADDER_TEST_SEED(seed);
-  if (const std::string why = skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
-  expect_backward_correct(fa2tc::make_problem(case_shape(GetParam()), seed));
+  if (const std::string why = ladder::edge::skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
+  expect_backward_correct(fa2tc::make_problem(ladder::edge::case_shape(GetParam()), seed));
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa2TcBackward, kCases, case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa2TcBackward, ladder::edge::kCases, ladder::edge::case_name);
 
 // N_q != N_kv, causal aligned at the bottom right. 300 queries on 100 keys, causal: the
 // first 200 queries see no key (O = 0, L = -inf, dQ = 0).
@@ -236,7 +208,7 @@ TEST(GpuFa2Tc, QueriesAndKeysOfDifferentLengths) {
   for (int d : fa2tc::kSupportedD)
     for (bool causal : {false, true})
       for (const auto& [N, N_kv] : {std::pair{a, b}, std::pair{b, a}}) {
-        const fa2tc::Problem p = fa2tc::make_problem(shape(2, 4, 2, N, N_kv, d, causal), seed);
+        const fa2tc::Problem p = fa2tc::make_problem(attention_shape(2, 4, 2, N, N_kv, d, causal), seed);
         expect_forward_correct(p, all_forward_configs(d));
         expect_backward_correct(p);
       }
@@ -250,7 +222,8 @@ TEST(GpuFa2Tc, EveryTileConfigMatchesTheReference) {
   LADDER_TEST_SEED(seed);
   const int N = ladder::small_mode() ? 77 : 1000;
   for (int d : fa2tc::kSupportedD)
-    for (const AttentionShape& s : {shape(1, 8, 2, N, N, d, false), shape(1, 4, 2, N, N + 37, d, true)}) {
+    for (const AttentionShape& s :
+         {attention_shape(1, 8, 2, N, N, d, false), attention_shape(1, 4, 2, N, N + 37, d, true)}) {
       const fa2tc::Problem p = fa2tc::make_problem(s, seed);
       expect_forward_correct(p, all_forward_configs(d));
       for (std::size_t c = 1; c < fa2tc::backward_configs(d).size(); ++c) expect_backward_correct(p, int(c));
@@ -264,7 +237,8 @@ TEST(GpuFa2Tc, LargeLogitsStayFiniteAndAccurate) {
   for (int d : fa2tc::kSupportedD)
     for (bool causal : {false, true}) {
       const fa2tc::Problem p = fa2tc::make_problem(
-          shape(1, 4, 2, ladder::small_mode() ? 33 : 300, ladder::small_mode() ? 33 : 300, d, causal), seed, 100.0f);
+          attention_shape(1, 4, 2, ladder::small_mode() ? 33 : 300, ladder::small_mode() ? 33 : 300, d, causal), seed,
+          100.0f);
       expect_forward_correct(p, all_forward_configs(d), 100.0f);
       expect_backward_correct(p);
     }
@@ -279,7 +253,7 @@ TEST(GpuFa2Tc, RisingLogitsRescaleAtEveryStep) {
   const int N = ladder::small_mode() ? 77 : 1000;
   for (int d : fa2tc::kSupportedD)
     for (bool causal : {false, true}) {
-      fa2tc::Problem p = fa2tc::make_problem(shape(1, 8, 2, N, N, d, causal), seed);
+      fa2tc::Problem p = fa2tc::make_problem(attention_shape(1, 8, 2, N, N, d, causal), seed);
       fa2tc::make_logits_rise(p);
       expect_forward_correct(p, all_forward_configs(d));
     }
@@ -297,7 +271,7 @@ TEST(GpuFa2Tc, SkippedRescalesAreExact) {
     const std::vector<fa2tc::TileConfig> configs = fa2tc::forward_configs(d);
     for (bool rising : {false, true})
       for (bool causal : {false, true}) {
-        fa2tc::Problem p = fa2tc::make_problem(shape(1, 4, 2, N, N + 37, d, causal), seed);
+        fa2tc::Problem p = fa2tc::make_problem(attention_shape(1, 4, 2, N, N + 37, d, causal), seed);
         if (rising) fa2tc::make_logits_rise(p);
         fa2tc::OnDevice dev(p);
         for (std::size_t c = 0; c < configs.size(); ++c) {
@@ -330,7 +304,7 @@ TEST(GpuFa2Tc, StridedViewsGiveThePackedResult) {
   LADDER_REQUIRE_GPU();
   LADDER_TEST_SEED(seed);
   const int N = 64, N_kv = 200, N_total = 2 * N_kv + 8, d = 128;
-  const AttentionShape s = shape(2, 4, 2, N, N_kv, d, false);
+  const AttentionShape s = attention_shape(2, 4, 2, N, N_kv, d, false);
   const fa2tc::Problem p = fa2tc::make_problem(s, seed);
   fa2tc::OnDevice packed(p);
   packed.forward();

@@ -28,15 +28,7 @@ using ladder::AttentionShape;
 using ladder::bf16;
 
 AttentionShape shape(int B, int H, int H_kv, int N, int d, bool causal) {
-  AttentionShape s{B, H, N, d, causal};
-  s.H_kv = H_kv;
-  return s;
-}
-
-std::string keys(const AttentionShape& s) {
-  return "/d=" + std::to_string(s.d) + "/N=" + std::to_string(s.N) + "/B=" + std::to_string(s.B) +
-         "/H=" + std::to_string(s.H) + (s.hkv() != s.H ? "/H_kv=" + std::to_string(s.hkv()) : "") +
-         "/causal=" + std::to_string(int(s.causal));
+  return ladder::attention_shape(B, H, H_kv, N, N, d, causal);
 }
 
 void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::Step step, int kv_stages = 0) {
@@ -108,7 +100,7 @@ const bool registered = [] {
   }
   shapes.push_back(shape(4, 32, 8, 4096, 128, true));
   for (const AttentionShape& s : shapes) {
-    const std::string k = keys(s);
+    const std::string k = ladder::bench_keys(s);
     ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::kBestStep); });
     for (fa3::Step step : fa3::kAllSteps)
       ladder::gpu_benchmark(std::string("step:") + fa3::name(step) + k,

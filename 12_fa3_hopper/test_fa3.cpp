@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "09_tensor_core_matmul/tc_layout.h"
+#include "attention_test_cases.h"
 #include "fa3.h"
 #include "fa3_check.h"
 #include "fa3_kernel.h"
@@ -16,14 +17,8 @@
 namespace {
 
 using fa3::bf16;
+using ladder::attention_shape;
 using ladder::AttentionShape;
-
-AttentionShape shape(int B, int H, int H_kv, int N, int N_kv, int d, bool causal) {
-  AttentionShape s{B, H, N, d, causal};
-  s.H_kv = H_kv;
-  s.N_kv = N_kv;
-  return s;
-}
 
 // A GPU test also needs an sm_90a GPU; elsewhere it says why and skips.
 #define FA3_REQUIRE_SM90A()                                                                                           \
@@ -102,24 +97,24 @@ TEST(CpuFa3, StepsAndFootprints) {
 TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {
   bf16* p = reinterpret_cast<bf16*>(std::uintptr_t{256});
   float* f = reinterpret_cast<float*>(std::uintptr_t{512});
-  const AttentionShape ok = shape(1, 4, 2, 64, 64, 64, false);
+  const AttentionShape ok = attention_shape(1, 4, 2, 64, 64, 64, false);
   auto fwd = [&](const AttentionShape& s, bf16* q = nullptr, float* L = nullptr) {
     fa3::forward(s, q ? q : p, p, p, p, L ? L : f);
   };
   try {
-    fwd(shape(1, 1, 1, 16, 16, 96, false));
+    fwd(attention_shape(1, 1, 1, 16, 16, 96, false));
     FAIL() << "d=96 accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("64, 128"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(fwd(shape(1, 1, 1, 0, 0, 64, false)), std::invalid_argument);           // N = 0
-  EXPECT_THROW(fwd(shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);           // H not a multiple of H_kv
-  EXPECT_THROW(fwd(ok, reinterpret_cast<bf16*>(264)), std::invalid_argument);          // Q not 16-byte aligned (TMA)
-  EXPECT_THROW(fwd(ok, nullptr, reinterpret_cast<float*>(2)), std::invalid_argument);  // misaligned L
-  EXPECT_THROW(fa3::forward(ok, nullptr, p, p, p, f), std::invalid_argument);          // null Q
-  EXPECT_THROW(fa3::forward(ok, p, p, p, nullptr, f), std::invalid_argument);          // null O
+  EXPECT_THROW(fwd(attention_shape(1, 1, 1, 0, 0, 64, false)), std::invalid_argument);  // N = 0
+  EXPECT_THROW(fwd(attention_shape(1, 6, 4, 8, 8, 64, false)), std::invalid_argument);  // H not a multiple of H_kv
+  EXPECT_THROW(fwd(ok, reinterpret_cast<bf16*>(264)), std::invalid_argument);           // Q not 16-byte aligned (TMA)
+  EXPECT_THROW(fwd(ok, nullptr, reinterpret_cast<float*>(2)), std::invalid_argument);   // misaligned L
+  EXPECT_THROW(fa3::forward(ok, nullptr, p, p, p, f), std::invalid_argument);           // null Q
+  EXPECT_THROW(fa3::forward(ok, p, p, p, nullptr, f), std::invalid_argument);           // null O
   EXPECT_THROW(fa3::forward(ok, p, p, p, p, f, {fa3::Step::IntraWg, 3}), std::invalid_argument);  // 3 stages: d=128
-  EXPECT_THROW(fa3::forward(shape(1, 1, 1, 64, 64, 128, false), p, p, p, p, f, {fa3::Step::PingPong, 3}),
+  EXPECT_THROW(fa3::forward(attention_shape(1, 1, 1, 64, 64, 128, false), p, p, p, p, f, {fa3::Step::PingPong, 3}),
                std::invalid_argument);  // 3 stages: intrawg only
   fa3::Fp8Inputs in{reinterpret_cast<std::uint8_t*>(p),
                     reinterpret_cast<std::uint8_t*>(p),
@@ -134,7 +129,7 @@ TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {
     EXPECT_NE(std::string(e.what()).find("128"), std::string::npos) << e.what();
   }
   in.descale_v = nullptr;
-  EXPECT_THROW(fa3::forward_fp8(shape(1, 4, 2, 64, 64, 128, false), in, p, f), std::invalid_argument);
+  EXPECT_THROW(fa3::forward_fp8(attention_shape(1, 4, 2, 64, 64, 128, false), in, p, f), std::invalid_argument);
   // Everything valid: on a machine without an sm_90a GPU the refusal names the device.
   if (!fa3::unavailable_reason().empty()) {
     try {
@@ -169,36 +164,16 @@ void expect_forward_correct(const fa3::Problem& p, float q_scale_note = 1.0f) {
   }
 }
 
-// (N, d, causal, GQA group): chapter 10's matrix. Small mode (compute-sanitizer): N <= 128,
-// groups 1 and 4, one KV head.
-using Case = std::tuple<int, int, bool, int>;
-AttentionShape case_shape(const Case& c) {
-  const auto [N, d, causal, group] = c;
-  if (ladder::small_mode()) return shape(1, group, 1, N, N, d, causal);
-  if (N > 1000) return shape(1, group, 1, N, N, d, causal);
-  return shape(N <= 128 ? 2 : 1, 2 * group, 2, N, N, d, causal);
-}
-std::string skip_reason(const Case& c) {
-  if (ladder::small_mode() && (std::get<0>(c) > 128 || std::get<3>(c) > 4))
-    return "small mode (compute-sanitizer): N <= 128, groups 1 and 4";
-  if (std::get<0>(c) > 1000 && std::get<3>(c) > 1) return "N = 4093 runs group 1 (CPU reference time)";
-  return "";
-}
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  const auto [N, d, causal, group] = info.param;
-  return "N" + std::to_string(N) + "_d" + std::to_string(d) + (causal ? "_causal" : "") + "_g" + std::to_string(group);
-}
-const auto kCases = ::testing::Combine(::testing::Values(1, 17, 128, 1000, 4093), ::testing::Values(64, 128),
-                                       ::testing::Bool(), ::testing::Values(1, 4, 8));
+// The edge-shape matrix of chapter 10 (common/attention_test_cases.h), every step on each.
 
-class GpuFa3Forward : public ::testing::TestWithParam<Case> {};
+class GpuFa3Forward : public ::testing::TestWithParam<ladder::edge::Case> {};
 TEST_P(GpuFa3Forward, EveryStepMatchesTheReference) {
   FA3_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
-  if (const std::string why = skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
-  expect_forward_correct(fa3::make_problem(case_shape(GetParam()), seed));
+  if (const std::string why = ladder::edge::skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
+  expect_forward_correct(fa3::make_problem(ladder::edge::case_shape(GetParam()), seed));
 }
-INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa3Forward, kCases, case_name);
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa3Forward, ladder::edge::kCases, ladder::edge::case_name);
 
 // N_q != N_kv, causal aligned at the bottom right: with 300 queries on 100 keys the first
 // 200 see no key (O = 0, L = -inf), and whole row tiles have no key tile at all.
@@ -209,7 +184,7 @@ TEST(GpuFa3, QueriesAndKeysOfDifferentLengths) {
   for (int d : fa3::kSupportedD)
     for (bool causal : {false, true})
       for (const auto& [N, N_kv] : {std::pair{a, b}, std::pair{b, a}})
-        expect_forward_correct(fa3::make_problem(shape(2, 4, 2, N, N_kv, d, causal), seed));
+        expect_forward_correct(fa3::make_problem(attention_shape(2, 4, 2, N, N_kv, d, causal), seed));
 }
 
 // The persistent step walks several row tiles per CTA only when there are more tiles than
@@ -219,8 +194,8 @@ TEST(GpuFa3, PersistentWalksSeveralRowTilesPerCta) {
   FA3_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
   if (ladder::small_mode()) GTEST_SKIP() << "small mode (compute-sanitizer): one tile per CTA";
-  expect_forward_correct(fa3::make_problem(shape(2, 16, 4, 1100, 1100, 64, false), seed));
-  expect_forward_correct(fa3::make_problem(shape(1, 16, 4, 1100, 1100, 128, false), seed));
+  expect_forward_correct(fa3::make_problem(attention_shape(2, 16, 4, 1100, 1100, 64, false), seed));
+  expect_forward_correct(fa3::make_problem(attention_shape(1, 16, 4, 1100, 1100, 128, false), seed));
 }
 
 // Logits 100x larger: the running max keeps every exponential <= 1.
@@ -230,7 +205,7 @@ TEST(GpuFa3, LargeLogitsStayFiniteAndAccurate) {
   const int N = ladder::small_mode() ? 33 : 300;
   for (int d : fa3::kSupportedD)
     for (bool causal : {false, true})
-      expect_forward_correct(fa3::make_problem(shape(1, 4, 2, N, N, d, causal), seed, 100.0f), 100.0f);
+      expect_forward_correct(fa3::make_problem(attention_shape(1, 4, 2, N, N, d, causal), seed, 100.0f), 100.0f);
 }
 
 // The same inputs through chapter 10's kernel: both within the bound of the reference, and
@@ -238,7 +213,8 @@ TEST(GpuFa3, LargeLogitsStayFiniteAndAccurate) {
 TEST(GpuFa3, AgreesWithChapter10) {
   FA3_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
-  const fa3::Problem p = fa3::make_problem(shape(1, 8, 2, ladder::small_mode() ? 77 : 1000, 0, 128, true), seed);
+  const fa3::Problem p =
+      fa3::make_problem(attention_shape(1, 8, 2, ladder::small_mode() ? 77 : 1000, 0, 128, true), seed);
   fa3::OnDevice dev(p);
   dev.forward_fa2();
   const std::vector<float> O10 = dev.O_host();
@@ -254,8 +230,9 @@ TEST(GpuFa3, Fp8MatchesTheReferenceOnItsInputs) {
   LADDER_TEST_SEED(seed);
   const int n1 = ladder::small_mode() ? 17 : 1000, n2 = ladder::small_mode() ? 100 : 333;
   for (bool per_block : {false, true})
-    for (const AttentionShape& s : {shape(2, 4, 2, n1, n1, 128, false), shape(1, 8, 2, n1, n1, 128, true),
-                                    shape(1, 4, 1, n2, n1, 128, true), shape(1, 2, 2, 1, 1, 128, false)}) {
+    for (const AttentionShape& s :
+         {attention_shape(2, 4, 2, n1, n1, 128, false), attention_shape(1, 8, 2, n1, n1, 128, true),
+          attention_shape(1, 4, 1, n2, n1, 128, true), attention_shape(1, 2, 2, 1, 1, 128, false)}) {
       const fa3::Problem p = fa3::make_problem(s, seed);
       fa3::Fp8Problem q = fa3::quantize_on_host(p, per_block);
       const auto ref = ladder::attention_forward_reference(s, q.Q.data(), q.K.data(), q.V.data());

@@ -24,14 +24,8 @@
 
 namespace {
 
+using ladder::attention_shape;
 using ladder::AttentionShape;
-
-AttentionShape shape(int B, int H, int H_kv, int N, int N_kv, int d, bool causal = false) {
-  AttentionShape s{B, H, N, d, causal};
-  s.H_kv = H_kv;
-  s.N_kv = N_kv;
-  return s;
-}
 
 struct Inputs {
   std::vector<float> Q, K, V;  // bf16 values, kept as float
@@ -179,7 +173,7 @@ TEST(CpuFp8Hadamard, LeavesScoresUnchanged) {
 // Every scale block gets its own amax (a marker element), so a scale written to the wrong
 // slot shows: descale_q[head][block] must be marker / 448 exactly.
 TEST(CpuFp8Quant, PerBlockScalesMapToTheirBlocks) {
-  const AttentionShape s = shape(2, 4, 2, 130, 300, 64);  // partial last blocks, GQA
+  const AttentionShape s = attention_shape(2, 4, 2, 130, 300, 64, false);  // partial last blocks, GQA
   std::vector<float> Q(s.elems(), 0.25f), K(s.kv_elems(), 0.25f), V(s.kv_elems(), 0.25f);
   const int qb = (s.N + 63) / 64, kb = (s.nkv() + 127) / 128;
   auto marker = [](long id) { return float(1 + id % 200); };  // exact in bf16 and in the division below
@@ -217,7 +211,7 @@ TEST(CpuFp8Quant, PerBlockScalesMapToTheirBlocks) {
 
 TEST(CpuFp8Quant, VtHoldsEveryKeyAtItsColumnAndZeroPadding) {
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = shape(1, 2, 2, 50, 161, 64);  // N_kv_pad = 256
+  const AttentionShape s = attention_shape(1, 2, 2, 50, 161, 64, false);  // N_kv_pad = 256
   const Inputs x = bf16_inputs(s, seed);
   const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), {fa3::Fp8Scaling::PerBlock, false});
   const int pad = fa3::fp8_kv_pad(s.nkv());
@@ -249,7 +243,7 @@ TEST(CpuFp8Quant, VtHoldsEveryKeyAtItsColumnAndZeroPadding) {
 TEST(CpuFp8Model, UnquantisedCaseEqualsTheReference) {
   LADDER_TEST_SEED(seed);
   for (bool causal : {false, true}) {
-    const AttentionShape s = shape(2, 4, 2, 100, 150, 64, causal);
+    const AttentionShape s = attention_shape(2, 4, 2, 100, 150, 64, causal);
     std::mt19937 gen{static_cast<unsigned>(seed)};
     std::uniform_int_distribution<int> byte(0x00, 0x5F);  // |x| <= 2^4: logits stay moderate
     auto fill = [&](std::size_t n) {
@@ -294,7 +288,7 @@ TEST(CpuFp8Model, UnquantisedCaseEqualsTheReference) {
 // the fp32 rounding of x8 * descale (2^-24 relative).
 TEST(CpuFp8Quant, DequantisedInputsAreTheModelsOperands) {
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = shape(1, 4, 2, 200, 300, 128, true);
+  const AttentionShape s = attention_shape(1, 4, 2, 200, 300, 128, true);
   const Inputs x = bf16_inputs(s, seed);
   const auto rows = fa3::sample_rows(s.N, 48);
   fa3::Fp8ModelOptions exact;
@@ -314,7 +308,7 @@ TEST(CpuFp8Quant, DequantisedInputsAreTheModelsOperands) {
 TEST(CpuFp8Model, QuantisedErrorWithinTheBound) {
   LADDER_TEST_SEED(seed);
   for (int d : fa3::kSupportedD) {
-    const AttentionShape s = shape(1, 2, 1, 257, 700, d);
+    const AttentionShape s = attention_shape(1, 2, 1, 257, 700, d, false);
     const Inputs x = bf16_inputs(s, seed);
     const auto rows = fa3::sample_rows(s.N, 64);
     const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
@@ -336,15 +330,17 @@ TEST(CpuFp8Model, QuantisedErrorWithinTheBound) {
 TEST(CpuFp8Quant, BadInputIsRejectedBeforeAnyLaunch) {
   const auto* p = reinterpret_cast<const fa3::bf16*>(std::uintptr_t{256});
   const auto* misaligned = reinterpret_cast<const fa3::bf16*>(std::uintptr_t{258});
-  const AttentionShape ok = shape(1, 4, 2, 64, 64, 64);
-  EXPECT_THROW(fa3::quantize_fp8(shape(1, 1, 1, 16, 16, 96), p, p, p, fa3::Fp8Scaling::PerBlock),
+  const AttentionShape ok = attention_shape(1, 4, 2, 64, 64, 64, false);
+  EXPECT_THROW(fa3::quantize_fp8(attention_shape(1, 1, 1, 16, 16, 96, false), p, p, p, fa3::Fp8Scaling::PerBlock),
                std::invalid_argument);
-  EXPECT_THROW(fa3::quantize_fp8(shape(1, 1, 1, 0, 0, 64), p, p, p, fa3::Fp8Scaling::PerBlock), std::invalid_argument);
-  EXPECT_THROW(fa3::quantize_fp8(shape(1, 6, 4, 8, 8, 64), p, p, p, fa3::Fp8Scaling::PerBlock), std::invalid_argument);
+  EXPECT_THROW(fa3::quantize_fp8(attention_shape(1, 1, 1, 0, 0, 64, false), p, p, p, fa3::Fp8Scaling::PerBlock),
+               std::invalid_argument);
+  EXPECT_THROW(fa3::quantize_fp8(attention_shape(1, 6, 4, 8, 8, 64, false), p, p, p, fa3::Fp8Scaling::PerBlock),
+               std::invalid_argument);
   EXPECT_THROW(fa3::quantize_fp8(ok, nullptr, p, p, fa3::Fp8Scaling::PerBlock), std::invalid_argument);
   EXPECT_THROW(fa3::quantize_fp8(ok, p, misaligned, p, fa3::Fp8Scaling::PerBlock), std::invalid_argument);
   EXPECT_THROW(fa3::quantize_fp8(ok, p, p, nullptr, fa3::Fp8Scaling::PerTensor), std::invalid_argument);
-  EXPECT_THROW(fa3::quantize_fp8_host(shape(1, 1, 1, 16, 16, 96), nullptr, nullptr, nullptr, {}),
+  EXPECT_THROW(fa3::quantize_fp8_host(attention_shape(1, 1, 1, 16, 16, 96, false), nullptr, nullptr, nullptr, {}),
                std::invalid_argument);
 }
 
@@ -371,7 +367,8 @@ TEST_P(GpuFp8Quant, MatchesTheHostModelBitForBit) {
   const auto [N, N_kv, d, group, per_tensor, hadamard] = GetParam();
   if (ladder::small_mode() && (N > 128 || N_kv > 300)) GTEST_SKIP() << "small mode: N <= 128";
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = N > 1000 ? shape(1, group, 1, N, N_kv, d) : shape(2, 2 * group, 2, N, N_kv, d);
+  const AttentionShape s =
+      N > 1000 ? attention_shape(1, group, 1, N, N_kv, d, false) : attention_shape(2, 2 * group, 2, N, N_kv, d, false);
   const Inputs x = bf16_inputs(s, seed, 3.0f);
   const fa3::Fp8Options opt{per_tensor ? fa3::Fp8Scaling::PerTensor : fa3::Fp8Scaling::PerBlock, hadamard};
   ladder::DeviceBuffer<fa3::bf16> Q(ladder::to_bf16(x.Q)), K(ladder::to_bf16(x.K)), V(ladder::to_bf16(x.V));
@@ -422,7 +419,8 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   const auto [N, causal, group, per_tensor, hadamard] = GetParam();
   if (ladder::small_mode() && N > 128) GTEST_SKIP() << "small mode: N <= 128";
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = N > 1000 ? shape(1, group, 1, N, N, 128, causal) : shape(2, 2 * group, 2, N, N, 128, causal);
+  const AttentionShape s =
+      N > 1000 ? attention_shape(1, group, 1, N, N, 128, causal) : attention_shape(2, 2 * group, 2, N, N, 128, causal);
   ASSERT_LE(s.nkv(), fa3::kFp8VsModelMaxKeys) << "kFp8VsModel holds up to this many keys (fp8_vs_model_bound beyond)";
   const Inputs x = bf16_inputs(s, seed);
   const fa3::Fp8Options opt{per_tensor ? fa3::Fp8Scaling::PerTensor : fa3::Fp8Scaling::PerBlock, hadamard};

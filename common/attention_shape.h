@@ -41,6 +41,23 @@ struct AttentionShape {
   }
 };
 
+// A shape with its KV side spelled out (GQA: H_kv < H; cross-attention: N_kv != N).
+inline AttentionShape attention_shape(int B, int H, int H_kv, int N, int N_kv, int d, bool causal) {
+  AttentionShape s{B, H, N, d, causal};
+  s.H_kv = H_kv;
+  s.N_kv = N_kv;
+  return s;
+}
+
+// The benchmark-name keys of an attention shape (CONTRIBUTING: <variant>/<key>=<value>/...):
+// "/d=../N=../B=../H=..[/H_kv=..]/causal=..". scripts/results.py and the chapters' table
+// scripts parse them.
+inline std::string bench_keys(const AttentionShape& s) {
+  return "/d=" + std::to_string(s.d) + "/N=" + std::to_string(s.N) + "/B=" + std::to_string(s.B) +
+         "/H=" + std::to_string(s.H) + (s.hkv() != s.H ? "/H_kv=" + std::to_string(s.hkv()) : "") +
+         "/causal=" + std::to_string(int(s.causal));
+}
+
 // Which shapes a chapter's kernels take besides their head dims.
 enum class KvHeads {
   SameAsQ,  // H_kv = H and N_kv = N (chapters 05-08)

@@ -132,6 +132,11 @@ AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool w
   return s;
 }
 
+void kv_shape_flags(Args& args, AttentionShape& s) {
+  s.H_kv = static_cast<int>(args.integer("--H-kv", s.H));
+  s.N_kv = static_cast<int>(args.integer("--N-kv", s.N));
+}
+
 void check_device_memory(const std::string& what, double bytes) {
   const double have = device().available ? double(device().global_bytes) : 143771.0 * 1048576.0;
   if (bytes > 0.95 * have) {

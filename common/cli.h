@@ -46,6 +46,8 @@ CommonFlags common_flags(Args& args);
 // --B --H --N --d and --mask dense|causal for the attention chapters (with_mask: false
 // when the chapter reads --mask itself).
 AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask = true);
+// --H-kv and --N-kv (chapters 10+: GQA and N_kv != N), defaults H and N.
+void kv_shape_flags(Args& args, AttentionShape& s);
 inline constexpr const char* kAttentionUsage =
     "  --B B --H H --N N --d D     shape of Q, K, V, O: [B, H, N, d]\n"
     "  --mask dense|causal         causal: query i sees keys 0..i only (default dense)\n";
