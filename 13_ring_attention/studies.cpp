@@ -15,10 +15,6 @@
 namespace ring {
 
 namespace {
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
 std::size_t free_bytes() {
   std::size_t f = 0, t = 0;
   CUDA_CHECK(cudaMemGetInfo(&f, &t));
@@ -155,7 +151,7 @@ RingTimes time_ring(Ring& ring, int repeats, bool with_backward, bool phases) {
       ring.synchronize();
       if (i > 0) ms.push_back(ring.elapsed_ms());
     }
-    return median(ms);
+    return ladder::summarise(ms).median_ms;  // the harness's median, as time_gpu reports it
   };
   // The phase runs come before the real ones, so O and L come from a full forward below.
   // Comm only first: it fills the shard buffers, so compute only then runs on real data
