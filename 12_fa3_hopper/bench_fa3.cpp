@@ -67,7 +67,8 @@ const Fp8Data& fp8_data(const AttentionShape& s) {
   std::unique_ptr<Fp8Data>& e = cache[s.str()];
   if (!e) {
     const std::size_t pad = fa3::fp8_kv_pad(s.nkv());
-    const std::size_t q_scales = s.heads() * ((s.N + 63) / 64), k_scales = s.kv_heads() * ((s.nkv() + 127) / 128);
+    const std::size_t q_scales = s.heads() * ((s.N + fa3::kFp8RowsPerQScale - 1) / fa3::kFp8RowsPerQScale),
+                      k_scales = s.kv_heads() * ((s.nkv() + fa3::kFp8KeysPerKScale - 1) / fa3::kFp8KeysPerKScale);
     e.reset(new Fp8Data{ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.elems(), 1)),
                         ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_elems(), 2)),
                         ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_heads() * s.d * pad, 3)),
