@@ -98,6 +98,16 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
               const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               const BackwardOptions& opt, cudaStream_t stream = nullptr);
 
+// The same backward (default tile configuration, atomic dQ), its gradients ADDED in fp32 to
+// dQ_acc [B, H, N, d], dK_acc and dV_acc [B, H_kv, N_kv, d] instead of written in bf16: for
+// a caller that sums several partial backwards (chapter 13's ring: one call per pair of a Q
+// chunk and a K/V shard) and rounds once, at the end. dQ_acc receives scale dS K through the
+// atomics, as the workspace does in backward(). workspace: B*H*N floats (D). The sums must
+// be initialised (zeros) by the caller.
+void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+                         const float* L, const bf16* dO, float* dQ_acc, float* dK_acc, float* dV_acc, float* workspace,
+                         cudaStream_t stream = nullptr);
+
 // The FA1-vs-FA2 normalisation in fp32 on CUDA cores, for the side-by-side: chapter 06's
 // kernel (the same tiles, common/attention_tiles.cuh) with the same compile-time switch.
 // fp32 [B, H, N, d], H_kv = H, N_kv = N; d in {64, 128}.

@@ -40,6 +40,7 @@ struct BwdParams {
   const float* L;
   bf16_t *dQ, *dK, *dV;
   float *D, *dQ_acc;
+  float *dK_acc, *dV_acc;                 // backward_accumulate only
   int H, H_kv, group, N_q, N_kv, offset;  // offset = N_kv - N_q (causal diagonal)
   bool causal;
   float scale, scale_log2e;
@@ -251,7 +252,9 @@ __device__ __forceinline__ void dk_dv_step(float (&dK)[C::d / 8][4], float (&dV)
   }
 }
 
-template <class C, bool kAtomicDq>
+// kAccumulate: dK, dV are added in fp32 to p.dK_acc, p.dV_acc (and dQ, atomic path, to the
+// caller's p.dQ_acc) instead of written in bf16: one partial of a sum the caller rounds once.
+template <class C, bool kAtomicDq, bool kAccumulate = false>
 __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const __grid_constant__ BwdParams p) {
   constexpr int d = C::d, B_r = C::B_r, B_c = C::B_c, RB = C::kRowBytes;
   extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -326,6 +329,25 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const
                                       dQ_acc, p);
   }
   tc::cp_async_wait<0>();
+  if constexpr (kAccumulate) {
+    // dK_acc += scale dK_w, dV_acc += dV_w straight from the C fragments: this block is the
+    // only one that owns these keys (GQA groups are summed on chip), so no atomics. Each quad
+    // adds 32 contiguous bytes of a row.
+#pragma unroll
+    for (int n = 0; n < d / 8; ++n)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int key = j0 + 16 * warp + g + 8 * hh;
+        if (key >= p.N_kv) continue;
+        const std::int64_t e = kv_off + std::int64_t(key) * d + 8 * n + 2 * t;
+        float2* k2 = reinterpret_cast<float2*>(p.dK_acc + e);
+        float2* v2 = reinterpret_cast<float2*>(p.dV_acc + e);
+        const float2 k = *k2, v = *v2;
+        *k2 = make_float2(k.x + p.scale * dK[n][2 * hh], k.y + p.scale * dK[n][2 * hh + 1]);
+        *v2 = make_float2(v.x + dV[n][2 * hh], v.y + dV[n][2 * hh + 1]);
+      }
+    return;
+  }
   __syncthreads();  // K_j, V_j buffers are reused below for the output
 
   // dK = scale dK_w, dV = dV_w: through this warp's rows of the K_j / V_j buffers, then
@@ -559,11 +581,47 @@ void launch(const ladder::AttentionShape& s, const BwdParams& p, DqPath path, cu
   CUDA_CHECK_LAUNCH();
 }
 
+// backward_accumulate: D, then the dK/dV kernel adding into the caller's fp32 sums (dQ by
+// its atomics, straight into the caller's dQ_acc: no memset, no conversion).
+template <class C>
+void launch_accumulate(const ladder::AttentionShape& s, const BwdParams& p, cudaStream_t stream) {
+  constexpr int d = C::d, kThreads = 256;
+  const std::int64_t rows = static_cast<std::int64_t>(s.rows()), pre_threads = rows * (d / 8);
+  preprocess_kernel<d>
+      <<<static_cast<unsigned>((pre_threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p.O, p.dO, p.D, rows);
+  CUDA_CHECK_LAUNCH();
+  const dim3 kv_grid(static_cast<unsigned>(ceil_div(s.nkv(), C::B_c)), static_cast<unsigned>(s.kv_heads()));
+  ladder::allow_dynamic_smem(dk_dv_kernel<C, true, true>, C::kSmemBytes,
+                             "fa2tc::backward_accumulate (" + describe<C>().name + ")", true);
+  dk_dv_kernel<C, true, true><<<kv_grid, C::kThreads, C::kSmemBytes, stream>>>(p);
+  CUDA_CHECK_LAUNCH();
+}
+
 std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 
 }  // namespace
 
 const char* name(DqPath p) { return p == DqPath::Atomic ? "atomic" : "deterministic"; }
+
+void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+                         const float* L, const bf16* dO, float* dQ_acc, float* dK_acc, float* dV_acc, float* workspace,
+                         cudaStream_t stream) {
+  const std::string who = "fa2tc::backward_accumulate";
+  check_shape(s, who);
+  ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}}, 16);
+  ladder::check_pointers(who, {{"dQ_acc", dQ_acc}, {"dK_acc", dK_acc}, {"dV_acc", dV_acc}, {"workspace", workspace}},
+                         16);
+  check_row_vector(L, who, "L");
+  ladder::check_grid(who, ceil_div(s.nkv(), 64), s.kv_heads());
+  BwdParams p{};
+  p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L;
+  p.D = workspace, p.dQ_acc = dQ_acc, p.dK_acc = dK_acc, p.dV_acc = dV_acc;
+  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
+  p.causal = s.causal;
+  p.scale = s.scale(), p.scale_log2e = s.scale() * kLog2e;
+  if (s.d == 128) return launch_accumulate<B128_0>(s, p, stream);
+  return launch_accumulate<B64_0>(s, p, stream);
+}
 
 std::vector<TileConfig> backward_configs(int d) {
   if (d == 128) return {describe<B128_0>(), describe<B128_1>()};

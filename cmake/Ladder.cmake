@@ -136,3 +136,14 @@ the sanitizer tests need it (it ships with the CUDA Toolkit; put it on PATH and 
       SKIP_REGULAR_EXPRESSION "sanitizer tests skipped")
   endif()
 endfunction()
+
+# ladder_add_cli_test(<chapter> <name> EXPECT <regex> ARGS <args...>): a CPU test (label cpu)
+# that runs the chapter's executable with ARGS and passes when it exits with a non-zero code
+# and its output matches EXPECT: bad input is refused with a message, on any machine.
+function(ladder_add_cli_test chapter name)
+  cmake_parse_arguments(PARSE_ARGV 2 T "" "EXPECT" "ARGS")
+  add_test(NAME ${chapter}.cli.${name}
+    COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:${chapter}>" "-DARGS=${T_ARGS}" "-DEXPECT=${T_EXPECT}"
+            -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRefusal.cmake)
+  set_tests_properties(${chapter}.cli.${name} PROPERTIES LABELS cpu TIMEOUT 120)
+endfunction()

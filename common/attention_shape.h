@@ -23,6 +23,22 @@ struct AttentionShape {
 
   int hkv() const { return H_kv > 0 ? H_kv : H; }
   int nkv() const { return N_kv > 0 ? N_kv : N; }
+  // The same problem with every default spelled out (H_kv, N_kv): validate() returns this.
+  AttentionShape resolved() const {
+    AttentionShape r = *this;
+    r.H_kv = hkv();
+    r.N_kv = nkv();
+    return r;
+  }
+  // A shape derived from this one (a shard of the sequence, a split of the keys, a tile)
+  // names both of its lengths: copying the shape and resetting N alone would keep a
+  // spelled-out N_kv of the whole, and the kernels would read keys the buffers do not hold.
+  AttentionShape with_lengths(int N_q, int N_keys) const {
+    AttentionShape r = resolved();
+    r.N = N_q;
+    r.N_kv = N_keys;
+    return r;
+  }
   int group() const { return H / hkv(); }  // query heads per KV head
   bool self_attention() const { return hkv() == H && nkv() == N; }
   // The last key query i may see when causal (may be < 0: then it sees none).
@@ -64,9 +80,10 @@ enum class KvHeads {
   Any,      // GQA/MQA and N_kv != N (chapters 10+)
 };
 
-// Throws std::invalid_argument with a message a learner can act on.
+// Throws std::invalid_argument with a message a learner can act on. Returns the shape
+// resolved (H_kv and N_kv spelled out): the one place where the defaults are applied.
 template <std::size_t n>
-void validate(const AttentionShape& s, const int (&supported_d)[n], KvHeads kv = KvHeads::SameAsQ) {
+AttentionShape validate(const AttentionShape& s, const int (&supported_d)[n], KvHeads kv = KvHeads::SameAsQ) {
   if (s.B < 1 || s.H < 1 || s.N < 1 || s.H_kv < 0 || s.N_kv < 0)
     throw std::invalid_argument("attention shape " + s.str() + ": B, H and N must all be >= 1");
   if (kv == KvHeads::SameAsQ && !s.self_attention())
@@ -77,7 +94,7 @@ void validate(const AttentionShape& s, const int (&supported_d)[n], KvHeads kv =
     throw std::invalid_argument("attention shape " + s.str() + ": H must be a multiple of H_kv (GQA groups)");
   std::string list;
   for (int d : supported_d) {
-    if (d == s.d) return;
+    if (d == s.d) return s.resolved();
     list += (list.empty() ? "" : ", ") + std::to_string(d);
   }
   throw std::invalid_argument("head dim d=" + std::to_string(s.d) +

@@ -53,6 +53,18 @@ void check_pointers(const std::string& who, std::initializer_list<NamedPointer> 
     if (reinterpret_cast<std::uintptr_t>(p.p) % alignment != 0)
       throw std::invalid_argument(who + ": " + p.name + " must be aligned to " + std::to_string(alignment) +
                                   " bytes (the kernel's vector accesses); cudaMalloc's pointers are");
+    // A kernel that dereferences host memory dies with an illegal address (or, on a system
+    // with address translation, runs over the bus): ask the driver what the pointer is.
+    // Without a GPU there is nothing to ask (and nothing is launched).
+    if (!device().available) continue;
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, p.p) != cudaSuccess) {
+      cudaGetLastError();  // not a pointer the driver knows: treat it as host memory
+      attr.type = cudaMemoryTypeUnregistered;
+    }
+    if (attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeUnregistered)
+      throw std::invalid_argument(who + ": " + p.name + " points to host memory; pass device memory (cudaMalloc, " +
+                                  "ladder::DeviceBuffer) or managed memory");
   }
 }
 

@@ -22,8 +22,9 @@ void allow_dynamic_smem(Kernel* kernel, std::size_t bytes, const std::string& wh
 // allows (x < 2^31, y and z <= 65535), naming the dimension.
 void check_grid(const std::string& who, unsigned long long x, unsigned long long y = 1, unsigned long long z = 1);
 
-// Throws std::invalid_argument, before any launch, when a pointer is null or not
-// aligned to `alignment` bytes (what the kernel's vector accesses need).
+// Throws std::invalid_argument, before any launch, when a pointer is null, not aligned to
+// `alignment` bytes (what the kernel's vector accesses need), or, on a machine with a GPU,
+// points to host memory (cudaPointerGetAttributes).
 struct NamedPointer {
   const char* name;
   const void* p;

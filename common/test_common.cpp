@@ -10,6 +10,7 @@
 #include "attention_shape.h"
 #include "bf16.h"
 #include "cli.h"
+#include "dispatch.h"
 #include "gtest_helpers.h"
 #include "npy.h"
 #include "reference_attention.h"
@@ -209,6 +210,40 @@ TEST(CpuShape, UnsupportedHeadDimNamesTheSupportedOnes) {
   EXPECT_THROW(ladder::validate(gqa, {64}), std::invalid_argument);
   EXPECT_NO_THROW(ladder::validate(gqa, {64}, ladder::KvHeads::Any));
   EXPECT_THROW(ladder::validate({1, 8, 16, 64, false, 3}, {64}, ladder::KvHeads::Any), std::invalid_argument);
+}
+
+TEST(CpuShape, ValidationResolvesTheDefaultsOnce) {
+  const ladder::AttentionShape s{2, 8, 512, 64, true};  // H_kv = 0, N_kv = 0: "as Q"
+  const ladder::AttentionShape r = ladder::validate(s, {64}, ladder::KvHeads::Any);
+  EXPECT_EQ(r.H_kv, 8);
+  EXPECT_EQ(r.N_kv, 512);
+  EXPECT_EQ(r.str(), s.str());
+}
+
+TEST(CpuShape, DerivedShapesNameBothLengths) {
+  // A shard of a self-attention problem whose N_kv was spelled out: resetting N alone would
+  // keep N_kv = 512 over buffers that hold one 256-key shard.
+  const ladder::AttentionShape whole = ladder::attention_shape(1, 4, 4, 512, 512, 64, true);
+  const ladder::AttentionShape shard = whole.with_lengths(256, 256);
+  EXPECT_EQ(shard.N, 256);
+  EXPECT_EQ(shard.nkv(), 256);
+  EXPECT_TRUE(shard.self_attention());
+  EXPECT_EQ(shard.kv_elems(), shard.elems());
+  const ladder::AttentionShape gqa = ladder::attention_shape(1, 8, 2, 100, 300, 128, false).with_lengths(7, 50);
+  EXPECT_EQ(gqa.hkv(), 2);
+  EXPECT_EQ(gqa.nkv(), 50);
+}
+
+TEST(CpuShape, DispatchOnTheHeadDimCallsTheCompiledInstantiation) {
+  auto as_int = [](auto D) { return int(D); };
+  EXPECT_EQ((ladder::dispatch_d<32, 64, 128>(64, as_int)), 64);
+  EXPECT_EQ((ladder::dispatch_d<32, 64, 128>(128, as_int)), 128);
+  try {
+    ladder::dispatch_d<64, 128>(96, [](auto) {});
+    FAIL() << "d=96 dispatched";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("64, 128"), std::string::npos) << e.what();
+  }
 }
 
 int run(std::vector<std::string> argv_strings, long long* n = nullptr) {
