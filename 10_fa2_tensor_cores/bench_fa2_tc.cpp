@@ -5,7 +5,7 @@
 //   fwd, fwd_fa1norm, bwd (atomic dQ), bwd_det     the default tile configs
 //   fwd_cfg<i>_<name>, bwd_cfg<i>_<name>           the other configs (tuning)
 //   .../logits=rising                              inputs whose logits rise key tile after key
-//                                                  tile (fa2_tc_check.h): no rescale is skipped
+//                                                  tile (fa2_tc_problem.h): no rescale is skipped
 //   fp32_fwd_fa2norm, fp32_fwd_fa1norm             chapter 06's loop with each normalisation
 //   fwd_fa1norm_cfg1_<name>                        FA1's normalisation at config 1 (no spills)
 //   fp32_ch06_fwd, fp32_ch07_bwd                   chapters 06 and 07 as published
@@ -22,7 +22,7 @@
 #include "bf16.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
-#include "fa2_tc_check.h"
+#include "fa2_tc_problem.h"
 
 namespace {
 

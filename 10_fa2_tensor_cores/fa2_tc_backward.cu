@@ -26,7 +26,7 @@
 #include "cuda_check.h"
 #include "fa2_tc.cuh"
 #include "fa2_tc.h"
-#include "fa2_tc_launch.h"
+#include "fa2_tc_arguments.h"
 
 namespace fa2tc {
 

@@ -13,7 +13,7 @@
 #include "device.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
-#include "fa2_tc_check.h"
+#include "fa2_tc_problem.h"
 #include "npy.h"
 #include "random.h"
 #include "reference_attention.h"

@@ -169,7 +169,7 @@ def rescale_table(tf, sdpa, gqa):
             cells += [fmt(x), fmt(ratio(x, flash), ".2f")]
         rows.append(f"| {label} | {fmt(flash)} | " + " | ".join(cells) + " |")
     return "TFLOP/s, the default with and without skiprescale; rising logits: every key tile raises the row maxima " \
-        "(fa2_tc_check.h), one session\n\n" + "\n".join(rows)
+        "(fa2_tc_problem.h), one session\n\n" + "\n".join(rows)
 
 
 def replace(readme, name, text):

@@ -9,7 +9,7 @@
 #include "bf16.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
-#include "fa2_tc_check.h"
+#include "fa2_tc_problem.h"
 #include "gtest_helpers.h"
 #include "reference_attention.h"
 
@@ -244,7 +244,7 @@ TEST(GpuFa2Tc, LargeLogitsStayFiniteAndAccurate) {
     }
 }
 
-// The worst case of skiprescale (fa2_tc_check.h): logits that rise along the key tiles in
+// The worst case of skiprescale (fa2_tc_problem.h): logits that rise along the key tiles in
 // the order the forward visits them, so (nearly) every row's max moves at every step and no
 // rescale is skipped. Every config, dense and causal, GQA, a ragged tail.
 TEST(GpuFa2Tc, RisingLogitsRescaleAtEveryStep) {

@@ -87,7 +87,7 @@ Fp8HostTensors quantize_fp8_host(const ladder::AttentionShape& s, const float* Q
 
 // The values the kernel computes with, x8 * descale in fp32, back in [B, H, N, d] and
 // [B, H_kv, N_kv, d] order (V from Vt8's permuted columns): the inputs of an fp64 reference
-// that sees exactly the kernel's operands (fa3_check.h's Fp8Problem). With Hadamard they are
+// that sees exactly the kernel's operands (fa3_problem.h's Fp8Problem). With Hadamard they are
 // the rotated Q H and K H, whose product is still Q K^T.
 struct Fp8Dequantised {
   std::vector<float> Q, K, V;

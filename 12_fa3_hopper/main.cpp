@@ -12,7 +12,7 @@
 #include "cli.h"
 #include "device.h"
 #include "fa3.h"
-#include "fa3_check.h"
+#include "fa3_problem.h"
 #include "fa3_kernel.h"
 #include "fp8_layout.h"
 #include "random.h"

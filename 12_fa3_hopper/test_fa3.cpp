@@ -8,7 +8,7 @@
 #include "09_tensor_core_matmul/tc_layout.h"
 #include "attention_test_cases.h"
 #include "fa3.h"
-#include "fa3_check.h"
+#include "fa3_problem.h"
 #include "fa3_kernel.h"
 #include "fp8_layout.h"
 #include "gtest_helpers.h"
@@ -224,7 +224,7 @@ TEST(GpuFa3, AgreesWithChapter10) {
 }
 
 // FP8 on inputs quantised on the host (per tensor and per block), against the fp64
-// reference on the dequantised inputs: kFp8Attention (fa3_check.h says why).
+// reference on the dequantised inputs: kFp8Attention (fa3_problem.h says why).
 TEST(GpuFa3, Fp8MatchesTheReferenceOnItsInputs) {
   FA3_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);

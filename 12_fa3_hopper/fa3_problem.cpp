@@ -1,4 +1,4 @@
-#include "fa3_check.h"
+#include "fa3_problem.h"
 
 #include "10_fa2_tensor_cores/fa2_tc.h"
 #include "bf16.h"

@@ -1,4 +1,4 @@
-#include "fa2_tc_check.h"
+#include "fa2_tc_problem.h"
 
 #include <cmath>
 #include <cstring>

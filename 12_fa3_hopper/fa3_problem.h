@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "10_fa2_tensor_cores/fa2_tc_check.h"
+#include "10_fa2_tensor_cores/fa2_tc_problem.h"
 #include "attention_shape.h"
 #include "compare.h"
 #include "device_buffer.h"
