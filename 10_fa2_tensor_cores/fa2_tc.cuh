@@ -16,11 +16,6 @@
 
 namespace fa2tc::dev {
 
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
-
-__host__ __device__ constexpr int ceil_div(int x, int m) { return (x + m - 1) / m; }
-
 // ---- swizzled addressing: one XOR per ldmatrix ------------------------------------------
 // A lane's ldmatrix address is the start of one 16-byte row of an 8 x 8 matrix. In every
 // fragment load of this chapter the lane's row is (multiple of 8) + lane % 8, so row % 8 is

@@ -40,9 +40,11 @@ struct TileConfig {
   std::string name;  // e.g. "w8_r16_c64_qreg"
   int B_r, B_c;      // query rows per block (forward) or per step (backward); keys per step / per block
   int warps;
-  int regs_per_thread_hint;  // 0 = unknown here; the benchmark reads the real count from the runtime
 };
 std::vector<TileConfig> forward_configs(int d);
+// Forward configurations only the benchmark runs (the default with one switch removed, to
+// measure what each buys). Their indices continue forward_configs(d)'s.
+std::vector<TileConfig> forward_ablations(int d);
 std::vector<TileConfig> backward_configs(int d);
 
 // Optional views into larger tensors (chapter 11 splits K/V along N_kv, chapter 13 passes
@@ -55,7 +57,7 @@ struct Strides {
 
 struct ForwardOptions {
   Normalisation norm = Normalisation::FA2;
-  int config = 0;  // index into forward_configs(d)
+  int config = 0;  // index into forward_configs(d), then forward_ablations(d)
   Strides strides = {};
 };
 

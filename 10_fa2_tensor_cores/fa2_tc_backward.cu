@@ -23,10 +23,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "config_list.h"
 #include "cuda_check.h"
 #include "fa2_tc.cuh"
 #include "fa2_tc.h"
 #include "fa2_tc_arguments.h"
+#include "numeric.h"
 
 namespace fa2tc {
 
@@ -170,7 +172,7 @@ __device__ __forceinline__ void dk_dv_step(float (&dK)[C::d / 8][4], float (&dV)
     const float2 Dq = *reinterpret_cast<const float2*>(D_s + 8 * n + 2 * t);
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const float L = (e % 2 ? Lq.y : Lq.x) * kLog2e, Dv = e % 2 ? Dq.y : Dq.x;
+      const float L = (e % 2 ? Lq.y : Lq.x) * ladder::kLog2e, Dv = e % 2 ? Dq.y : Dq.x;
       float pv = tc::ex2(fmaf(st[n][e], p.scale_log2e, -L));
       if constexpr (kMasked) {
         const int key = key0 + g + 8 * (e / 2), query = i0 + 8 * n + 2 * t + e % 2;
@@ -267,7 +269,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const
   // Causal: query i sees key j when j <= i + offset, so this tile's first key is seen
   // from query j0 - offset on; Q tiles that end before it are skipped.
   const int q_first = p.causal ? max(0, j0 - p.offset) : 0;
-  const int i_first = q_first / B_r, T_r = ceil_div(p.N_q, B_r);
+  const int i_first = q_first / B_r, T_r = ladder::ceil_div(p.N_q, B_r);
   const int n_i = q_first < p.N_q ? T_r - i_first : 0;
   const int steps = p.group * n_i;  // every Q tile of every query head of the group
   // Steps that need the mask: the key tile's tail, the Q tile's tail, the causal diagonal.
@@ -453,13 +455,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dq_kernel(const __
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const std::uint32_t smem = tc::smem_addr(smem_raw);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int T_r = ceil_div(p.N_q, B_r);
+  const int T_r = ladder::ceil_div(p.N_q, B_r);
   const int i0 = (p.causal ? T_r - 1 - static_cast<int>(blockIdx.x) : static_cast<int>(blockIdx.x)) * B_r;
   const int head = blockIdx.y, b = head / p.H, h = head % p.H;
   const std::int64_t q_off = std::int64_t(head) * p.N_q, kv_off = std::int64_t(b * p.H_kv + h / p.group) * p.N_kv;
 
   const int kv_end = p.causal ? max(0, min(p.N_kv, i0 + B_r + p.offset)) : p.N_kv;
-  const int T_c = ceil_div(kv_end, B_c);
+  const int T_c = ladder::ceil_div(kv_end, B_c);
   const int n_full = (p.causal ? max(0, min(p.N_kv, i0 + p.offset + 1)) : p.N_kv) / B_c;
 
   load_tile<B_r, d, C::kThreads>(smem + C::kOffQ, p.Q + q_off * d, i0, p.N_q);
@@ -480,7 +482,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dq_kernel(const __
 #pragma unroll
   for (int hh = 0; hh < 2; ++hh) {
     const int row = row0 + g + 8 * hh;
-    L2[hh] = row < p.N_q ? p.L[q_off + row] * kLog2e : 0.0f;
+    L2[hh] = row < p.N_q ? p.L[q_off + row] * ladder::kLog2e : 0.0f;
     Drow[hh] = row < p.N_q ? p.D[q_off + row] : 0.0f;
   }
   tc::cp_async_wait<0>();
@@ -542,11 +544,14 @@ using B64_2 = BwdConfig<64, 8, 64, false, 1>;
 using Dq128 = DqConfig<128, 4, 64, 2>;
 using Dq64 = DqConfig<64, 4, 64, 2>;
 
+using Configs128 = ConfigList<B128_0, B128_1>;
+using Configs64 = ConfigList<B64_0, B64_1, B64_2>;
+
 template <class C>
-TileConfig describe() {
+TileConfig describe(C = {}) {
   return {"w" + std::to_string(C::kWarps) + "_c" + std::to_string(C::B_c) + "_r" + std::to_string(C::B_r) +
               (C::kKVInRegs ? "_kvreg" : "_kvsmem"),
-          C::B_r, C::B_c, C::kWarps, 0};
+          C::B_r, C::B_c, C::kWarps};
 }
 
 template <class C, class Dq>
@@ -560,7 +565,7 @@ void launch(const ladder::AttentionShape& s, const BwdParams& p, DqPath path, cu
       <<<static_cast<unsigned>((pre_threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p.O, p.dO, p.D, rows);
   CUDA_CHECK_LAUNCH();
 
-  const dim3 kv_grid(static_cast<unsigned>(ceil_div(s.nkv(), C::B_c)), static_cast<unsigned>(s.kv_heads()));
+  const dim3 kv_grid(static_cast<unsigned>(ladder::ceil_div(s.nkv(), C::B_c)), static_cast<unsigned>(s.kv_heads()));
   if (path == DqPath::Atomic) {
     ladder::allow_dynamic_smem(dk_dv_kernel<C, true>, C::kSmemBytes,
                                "fa2tc::backward dk_dv (" + describe<C>().name + ")", true);
@@ -576,7 +581,7 @@ void launch(const ladder::AttentionShape& s, const BwdParams& p, DqPath path, cu
   dk_dv_kernel<C, false><<<kv_grid, C::kThreads, C::kSmemBytes, stream>>>(p);
   CUDA_CHECK_LAUNCH();
   ladder::allow_dynamic_smem(dq_kernel<Dq>, Dq::kSmemBytes, "fa2tc::backward dq", true);
-  const dim3 q_grid(static_cast<unsigned>(ceil_div(s.N, Dq::B_r)), static_cast<unsigned>(s.heads()));
+  const dim3 q_grid(static_cast<unsigned>(ladder::ceil_div(s.N, Dq::B_r)), static_cast<unsigned>(s.heads()));
   dq_kernel<Dq><<<q_grid, Dq::kThreads, Dq::kSmemBytes, stream>>>(p);
   CUDA_CHECK_LAUNCH();
 }
@@ -590,7 +595,7 @@ void launch_accumulate(const ladder::AttentionShape& s, const BwdParams& p, cuda
   preprocess_kernel<d>
       <<<static_cast<unsigned>((pre_threads + kThreads - 1) / kThreads), kThreads, 0, stream>>>(p.O, p.dO, p.D, rows);
   CUDA_CHECK_LAUNCH();
-  const dim3 kv_grid(static_cast<unsigned>(ceil_div(s.nkv(), C::B_c)), static_cast<unsigned>(s.kv_heads()));
+  const dim3 kv_grid(static_cast<unsigned>(ladder::ceil_div(s.nkv(), C::B_c)), static_cast<unsigned>(s.kv_heads()));
   ladder::allow_dynamic_smem(dk_dv_kernel<C, true, true>, C::kSmemBytes,
                              "fa2tc::backward_accumulate (" + describe<C>().name + ")", true);
   dk_dv_kernel<C, true, true><<<kv_grid, C::kThreads, C::kSmemBytes, stream>>>(p);
@@ -612,20 +617,20 @@ void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const b
   ladder::check_pointers(who, {{"dQ_acc", dQ_acc}, {"dK_acc", dK_acc}, {"dV_acc", dV_acc}, {"workspace", workspace}},
                          16);
   check_row_vector(L, who, "L");
-  ladder::check_grid(who, ceil_div(s.nkv(), 64), s.kv_heads());
+  ladder::check_grid(who, ladder::ceil_div(s.nkv(), 64), s.kv_heads());
   BwdParams p{};
   p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L;
   p.D = workspace, p.dQ_acc = dQ_acc, p.dK_acc = dK_acc, p.dV_acc = dV_acc;
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
   p.causal = s.causal;
-  p.scale = s.scale(), p.scale_log2e = s.scale() * kLog2e;
+  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
   if (s.d == 128) return launch_accumulate<B128_0>(s, p, stream);
   return launch_accumulate<B64_0>(s, p, stream);
 }
 
 std::vector<TileConfig> backward_configs(int d) {
-  if (d == 128) return {describe<B128_0>(), describe<B128_1>()};
-  if (d == 64) return {describe<B64_0>(), describe<B64_1>(), describe<B64_2>()};
+  if (d == 128) return Configs128::describe_all([](auto c) { return describe(c); });
+  if (d == 64) return Configs64::describe_all([](auto c) { return describe(c); });
   return {};
 }
 
@@ -657,8 +662,8 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
                           {"workspace", workspace}},
                          16);
   check_row_vector(L, who, "L");
-  ladder::check_grid(who + " (dK, dV)", ceil_div(s.nkv(), 64), s.kv_heads());
-  ladder::check_grid(who + " (dQ)", ceil_div(s.N, 64), s.heads());
+  ladder::check_grid(who + " (dK, dV)", ladder::ceil_div(s.nkv(), 64), s.kv_heads());
+  ladder::check_grid(who + " (dQ)", ladder::ceil_div(s.N, 64), s.heads());
 
   BwdParams p{};
   p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L, p.dQ = dQ, p.dK = dK, p.dV = dV;
@@ -666,19 +671,10 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
   p.dQ_acc = opt.path == DqPath::Atomic ? workspace + round_up4(s.rows()) : nullptr;
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
   p.causal = s.causal;
-  p.scale = s.scale(), p.scale_log2e = s.scale() * kLog2e;
-  if (s.d == 128) {
-    switch (opt.config) {
-      case 0: return launch<B128_0, Dq128>(s, p, opt.path, stream);
-      case 1: return launch<B128_1, Dq128>(s, p, opt.path, stream);
-    }
-  } else {
-    switch (opt.config) {
-      case 0: return launch<B64_0, Dq64>(s, p, opt.path, stream);
-      case 1: return launch<B64_1, Dq64>(s, p, opt.path, stream);
-      case 2: return launch<B64_2, Dq64>(s, p, opt.path, stream);
-    }
-  }
+  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
+  if (s.d == 128)
+    return Configs128::launch(opt.config, [&](auto c) { launch<decltype(c), Dq128>(s, p, opt.path, stream); });
+  Configs64::launch(opt.config, [&](auto c) { launch<decltype(c), Dq64>(s, p, opt.path, stream); });
 }
 
 }  // namespace fa2tc

@@ -26,10 +26,14 @@
 #include <string>
 #include <type_traits>
 
+#include "attention_rows.cuh"
+#include "config_list.h"
 #include "cuda_check.h"
+#include "fa1_rows.cuh"
 #include "fa2_tc.cuh"
 #include "fa2_tc.h"
 #include "fa2_tc_arguments.h"
+#include "numeric.h"
 
 namespace fa2tc {
 
@@ -88,25 +92,25 @@ struct FwdParams {
   int H, H_kv, group, N_q, N_kv, offset;         // offset = N_kv - N_q (causal diagonal)
   int T_r;
   bool causal;
-  float scale, scale_log2e;
+  float scale_log2e;
 };
 
-// The per-lane statistics and accumulators of one warp: kMTiles m16 tiles, two rows
-// (g and g + 8) per tile and lane. r = 2 * mt + h indexes this lane's rows.
+// The registers of one warp's kMTiles m16 tiles of rows (two rows, g and g + 8, per tile and
+// lane): S_ij and O_i as C fragments, P~_ij as A fragments, Q_i as A fragments (kQInRegs).
 template <class C>
-struct Acc {
-  float o[C::kMTiles][C::d / 8][4];
-  float m[2 * C::kMTiles];  // running max of the raw scores (not yet scaled)
-  float l[2 * C::kMTiles];  // FA2: this lane's partial row sum; FA1: the full row sum
-};
+using SFrag = float[C::kMTiles][C::B_c / 8][4];
+template <class C>
+using OFrag = float[C::kMTiles][C::d / 8][4];
+template <class C>
+using PFrag = std::uint32_t[C::kMTiles][C::B_c / 16][4];
+template <class C>
+using QFrag = std::uint32_t[C::kMTiles][C::d / 16][4];
 
-// The three phases of one step of the inner loop (step() below runs them in order).
-template <class C>
-using SFrag = float[C::kMTiles][C::B_c / 8][4];  // S_ij: this lane's C fragments
-template <class C>
-using PFrag = std::uint32_t[C::kMTiles][C::B_c / 16][4];  // P~_ij in bf16: A fragments
-template <class C>
-using QFrag = std::uint32_t[C::kMTiles][C::d / 16][4];  // Q_i: A fragments (kQInRegs)
+// The row statistics of a warp's rows: FA2's online softmax, or FA1's normalisation with the
+// same interface (fa1_rows.cuh).
+template <class C, Normalisation kNorm>
+using Rows =
+    std::conditional_t<kNorm == Normalisation::FA2, attn::OnlineSoftmax<2 * C::kMTiles>, Fa1Rows<2 * C::kMTiles>>;
 
 // S_ij = Q_i K_j^T: for each 16-wide slice kk of d, the B fragments of 16 keys per
 // ldmatrix.x4; every fragment feeds kMTiles mma (one per m16 tile of the warp).
@@ -145,119 +149,49 @@ __device__ __forceinline__ void s_gemm(SFrag<C>& s, const QFrag<C>& q_frag, std:
 }
 
 // The mask (kMasked: the tile crosses the causal diagonal or the N_kv tail; only those
-// tiles pay for it), the online softmax, O_i's rescale; P~ left in s (fp32) or, kPackP, in
-// p_frag (bf16 A fragments).
-template <class C, Normalisation kNorm, bool kMasked>
-__device__ __forceinline__ void softmax(Acc<C>& acc, SFrag<C>& s, PFrag<C>& p_frag, int row0, int j0,
+// tiles pay for it), the online softmax (attention_rows.cuh), O_i's rescale; P~ left in s
+// (fp32) or, kPackP, in p_frag (bf16 A fragments).
+template <class C, bool kMasked, class R>
+__device__ __forceinline__ void softmax(R& rows, OFrag<C>& o, SFrag<C>& s, PFrag<C>& p_frag, int row0, int j0,
                                         const FwdParams& p) {
-  constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles;
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-
+  constexpr int MT = C::kMTiles;
+  const attn::MmaTile<MT, C::B_c / 8> S{s};
   if constexpr (kMasked) {  // -inf past N_kv and, causal, for keys after query + offset
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-      for (int n = 0; n < B_c / 8; ++n)
+      for (int n = 0; n < C::B_c / 8; ++n)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int row = row0 + 16 * mt + g + 8 * (e / 2), col = j0 + 8 * n + 2 * t + e % 2;
           if (col >= p.N_kv || (p.causal && col > row + p.offset)) s[mt][n][e] = -INFINITY;
         }
   }
-
-  // The online softmax on the accumulator fragments. This lane holds rows g and g + 8 of
-  // each m16 tile, 2 columns per n-tile; the 4 lanes of a quad share a row.
-  const float sl2e = p.scale_log2e;
-  float alpha[2 * MT];  // FA2: the factor O_i's row r is rescaled by (after the loop)
 #pragma unroll
   for (int mt = 0; mt < MT; ++mt) {
+    rows.update_row(S, 2 * mt, p.scale_log2e);
+    rows.update_row(S, 2 * mt + 1, p.scale_log2e);
+    if constexpr (C::kPackP) {  // this m16 tile's P~ to bf16 now: its fp32 registers are free
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = 2 * mt + h;
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int n = 0; n < B_c / 8; ++n) tile_max = fmaxf(tile_max, fmaxf(s[mt][n][2 * h], s[mt][n][2 * h + 1]));
-      tile_max = quad_max(tile_max);
-      if constexpr (kNorm == Normalisation::FA2) {
-        // P~ against the new max directly (FA2: no beta). A row that has seen only masked
-        // keys keeps m = -inf; its exponentials use base 0 so that exp2(-inf - -inf) = NaN
-        // never happens: P~ = 0, alpha = 0.
-        // alpha = exp2((m_i - m_new) sl2e) is exactly 1 when the max did not move (which
-        // kSkipRescale relies on; m_i sl2e - base would not be: the compiler fuses it into
-        // an FMA, which leaves the rounding residue of base instead of 0).
-        const float m_new = fmaxf(acc.m[r], tile_max);
-        const float base = m_new == -INFINITY ? 0.0f : m_new * sl2e;
-        alpha[r] = tc::ex2(m_new == -INFINITY ? 0.0f : (acc.m[r] - m_new) * sl2e);
-        acc.m[r] = m_new;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < B_c / 8; ++n)
-#pragma unroll
-          for (int e = 2 * h; e < 2 * h + 2; ++e) {
-            s[mt][n][e] = tc::ex2(fmaf(s[mt][n][e], sl2e, -base));
-            sum += s[mt][n][e];
-          }
-        // l stays a per-lane partial sum until the end: alpha is the same for the whole
-        // row, so the quad's partials rescale consistently and one reduction suffices.
-        acc.l[r] = alpha[r] * acc.l[r] + sum;
-      } else {
-        // FA1 (Algorithm 1, lines 9-12): the tile's own statistics m~, l~ first, then
-        //   m_new = max(m_i, m~), alpha = exp(m_i - m_new), beta = exp(m~ - m_new),
-        //   l_new = alpha l_i + beta l~,  O_i = diag(l_new)^-1 (diag(l_i) alpha O_i + beta P~ V_j).
-        const float tile_base = tile_max == -INFINITY ? 0.0f : tile_max * sl2e;
-        float sum = 0.0f;
-#pragma unroll
-        for (int n = 0; n < B_c / 8; ++n)
-#pragma unroll
-          for (int e = 2 * h; e < 2 * h + 2; ++e) {
-            s[mt][n][e] = tc::ex2(fmaf(s[mt][n][e], sl2e, -tile_base));
-            sum += s[mt][n][e];
-          }
-        const float l_tile = quad_sum(sum);
-        const float m_new = fmaxf(acc.m[r], tile_max);
-        const float a = acc.m[r] == -INFINITY ? 0.0f : tc::ex2((acc.m[r] - m_new) * sl2e);
-        const float beta = tile_max == -INFINITY ? 0.0f : tc::ex2((tile_max - m_new) * sl2e);
-        const float l_new = a * acc.l[r] + beta * l_tile;
-        const float keep = acc.l[r] * a;  // undo the old normalisation and rescale
-#pragma unroll
-        for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * h] *= keep, acc.o[mt][n][2 * h + 1] *= keep;
-#pragma unroll
-        for (int n = 0; n < B_c / 8; ++n) s[mt][n][2 * h] *= beta, s[mt][n][2 * h + 1] *= beta;
-        acc.m[r] = m_new;
-        acc.l[r] = l_new;
-      }
-    }
-    if constexpr (C::kPackP) {
-#pragma unroll
-      for (int kk = 0; kk < B_c / 16; ++kk) c_to_a(p_frag[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1]);
+      for (int kk = 0; kk < C::B_c / 16; ++kk) c_to_a(p_frag[mt][kk], s[mt][2 * kk], s[mt][2 * kk + 1]);
     }
   }
-
-  if constexpr (kNorm == Normalisation::FA2) {
-    // O_i *= alpha, the only per-step work on O_i. kSkipRescale: when every alpha of the
-    // warp is exactly 1 (no row found a new max) the multiplications change nothing.
-    bool rescale = true;
-    if constexpr (C::kSkipRescale) {
-      bool moved = false;
-#pragma unroll
-      for (int r = 0; r < 2 * MT; ++r) moved |= alpha[r] != 1.0f;
-      rescale = __any_sync(0xffffffff, moved);
-    }
-    if (rescale) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int n = 0; n < d / 8; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) acc.o[mt][n][e] *= alpha[2 * mt + e / 2];
-    }
+  // O_i *= alpha, the only per-step work on O_i. kSkipRescale: when every alpha of the warp
+  // is exactly 1 (no row found a new max) the multiplications change nothing: one vote.
+  const attn::MmaTile<MT, C::d / 8> O{o};
+  if constexpr (C::kSkipRescale) {
+    if (__any_sync(0xffffffff, rows.moved())) rows.rescale(O);
+  } else {
+    rows.rescale(O);
   }
 }
 
 // O_i += P~_ij V_j: P~ from the S registers (bf16) or p_frag, V_j's B fragments by
 // ldmatrix.trans, 16 columns of d per ldmatrix.x4.
-template <class C, Normalisation kNorm>
-__device__ __forceinline__ void pv_gemm(Acc<C>& acc, const SFrag<C>& s, const PFrag<C>& p_frag, std::uint32_t v_lane) {
+template <class C, class R>
+__device__ __forceinline__ void pv_gemm(const R& rows, OFrag<C>& o, const SFrag<C>& s, const PFrag<C>& p_frag,
+                                        std::uint32_t v_lane) {
   constexpr int d = C::d, B_c = C::B_c, MT = C::kMTiles, RB = C::kRowBytes;
 #pragma unroll
   for (int kk = 0; kk < B_c / 16; ++kk) {
@@ -278,37 +212,27 @@ __device__ __forceinline__ void pv_gemm(Acc<C>& acc, const SFrag<C>& s, const PF
       const std::uint32_t b_lo[2] = {b[0], b[1]}, b_hi[2] = {b[2], b[3]};
 #pragma unroll
       for (int mt = 0; mt < MT; ++mt) {
-        tc::mma_m16n8k16_bf16(acc.o[mt][2 * dp], a[mt], b_lo);
-        tc::mma_m16n8k16_bf16(acc.o[mt][2 * dp + 1], a[mt], b_hi);
+        tc::mma_m16n8k16_bf16(o[mt][2 * dp], a[mt], b_lo);
+        tc::mma_m16n8k16_bf16(o[mt][2 * dp + 1], a[mt], b_hi);
       }
     }
   }
-
-  if constexpr (kNorm == Normalisation::FA1) {  // ... and divide by l_new: O_i stays normalised
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float l = acc.l[2 * mt + h], inv = l > 0.0f ? 1.0f / l : 0.0f;
-#pragma unroll
-        for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * h] *= inv, acc.o[mt][n][2 * h + 1] *= inv;
-      }
-  }
+  rows.after_pv(attn::MmaTile<MT, d / 8>{o});  // FA1: O_i /= l_new; FA2: nothing
 }
 
 // One step of the plain loop: S_ij, the online softmax, O_i += P~_ij V_j.
-template <class C, Normalisation kNorm, bool kMasked>
-__device__ __forceinline__ void step(Acc<C>& acc, const QFrag<C>& q_frag, std::uint32_t q_lane, std::uint32_t k_lane,
-                                     std::uint32_t v_lane, int row0, int j0, const FwdParams& p) {
+template <class C, bool kMasked, class R>
+__device__ __forceinline__ void step(R& rows, OFrag<C>& o, const QFrag<C>& q_frag, std::uint32_t q_lane,
+                                     std::uint32_t k_lane, std::uint32_t v_lane, int row0, int j0, const FwdParams& p) {
   SFrag<C> s;
   PFrag<C> p_frag;
   s_gemm<C>(s, q_frag, q_lane, k_lane);
-  softmax<C, kNorm, kMasked>(acc, s, p_frag, row0, j0, p);
+  softmax<C, kMasked>(rows, o, s, p_frag, row0, j0, p);
   if constexpr (C::kSplitKV) {  // V_j has landed (this thread's copies), and everyone's
     tc::cp_async_wait<C::kKWait + 1>();
     __syncthreads();
   }
-  pv_gemm<C, kNorm>(acc, s, p_frag, v_lane);
+  pv_gemm<C>(rows, o, s, p_frag, v_lane);
 }
 
 template <class C, Normalisation kNorm>
@@ -330,11 +254,9 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
   const bf16_t* K = p.K + kv_head * p.kv_head;
   const bf16_t* V = p.V + kv_head * p.kv_head;
 
-  // The keys this row tile sees: all N_kv, or, causal, up to its last query + offset.
-  // Key tiles below n_full are visible to every row of the tile: no mask.
-  const int kv_end = p.causal ? max(0, min(p.N_kv, i0 + B_r + p.offset)) : p.N_kv;
-  const int T_c = ceil_div(kv_end, B_c);
-  const int n_full = (p.causal ? max(0, min(p.N_kv, i0 + p.offset + 1)) : p.N_kv) / B_c;
+  // The key tiles this row tile visits; those below n_full need no mask (attention_rows.cuh).
+  const attn::KeyTiles kt = attn::key_tiles(i0, B_r, B_c, p.N_kv, p.offset, p.causal);
+  const int T_c = kt.T_c, n_full = kt.n_full;
 
   // Prologue: Q_i and the first kStages - 1 key tiles. The key tiles run from the last
   // (the masked ones, on the diagonal) down to 0, as in FA2.
@@ -359,14 +281,13 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
 
   const int row0 = i0 + warp * C::kRowsPerWarp;  // this warp's first query
   const std::uint32_t q_lane = lane_base(Q_s + warp * C::kRowsPerWarp * RB, a_lane(lane).row, a_lane(lane).chunk, RB);
-  Acc<C> acc;
+  OFrag<C> o;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
+  for (int mt = 0; mt < MT; ++mt)
 #pragma unroll
-    for (int n = 0; n < d / 8; ++n) acc.o[mt][n][0] = acc.o[mt][n][1] = acc.o[mt][n][2] = acc.o[mt][n][3] = 0.0f;
-    acc.m[2 * mt] = acc.m[2 * mt + 1] = -INFINITY;
-    acc.l[2 * mt] = acc.l[2 * mt + 1] = 0.0f;
-  }
+    for (int n = 0; n < d / 8; ++n) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+  Rows<C, kNorm> rows;
+  rows.init();
   auto k_lane_of = [&](int stage) {
     return lane_base(K_s + stage * C::kStageBytes, b_lane(lane).row, b_lane(lane).chunk, RB);
   };
@@ -390,30 +311,25 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
     load_kv(it + kStages - 1, std::false_type{});  // so the buffer step it - 1 used can be refilled
     const std::uint32_t k_lane = k_lane_of(stage), v_lane = v_lane_of(stage);
     if (j >= n_full)
-      step<C, kNorm, true>(acc, q_frag, q_lane, k_lane, v_lane, row0, j * B_c, p);
+      step<C, true>(rows, o, q_frag, q_lane, k_lane, v_lane, row0, j * B_c, p);
     else
-      step<C, kNorm, false>(acc, q_frag, q_lane, k_lane, v_lane, row0, j * B_c, p);
+      step<C, false>(rows, o, q_frag, q_lane, k_lane, v_lane, row0, j * B_c, p);
   }
   // Nothing may still be landing in shared memory: other threads' copies of Q_i into this
   // warp's rows (when no key tile ran, no barrier has ordered them yet), and the empty tail groups.
   tc::cp_async_wait<0>();
   __syncthreads();
 
-  // Epilogue: O_i = diag(l_i)^-1 O_i (FA2) and L_i = m_i / sqrt(d) + log l_i. A row that saw
-  // no key (l = 0) gets O = 0 and L = -inf.
+  // Epilogue: O_i = diag(l_i)^-1 O_i and L_i = m_i + log l_i (attention_rows.cuh; FA1's O_i
+  // is normalised already). A row that saw no key gets O = 0 and L = -inf.
   float* L = p.L + head * p.l_head;
+  float L_rows[2 * MT];
+  rows.finish(attn::MmaTile<MT, d / 8>{o}, L_rows);
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-    for (int hh = 0; hh < 2; ++hh) {
-      const int r = 2 * mt + hh;
-      const float l = kNorm == Normalisation::FA2 ? quad_sum(acc.l[r]) : acc.l[r];
-      const float inv = kNorm == Normalisation::FA2 && l > 0.0f ? 1.0f / l : 1.0f;
-#pragma unroll
-      for (int n = 0; n < d / 8; ++n) acc.o[mt][n][2 * hh] *= inv, acc.o[mt][n][2 * hh + 1] *= inv;
-      const int row = row0 + 16 * mt + g + 8 * hh;
-      if (t == 0 && row < p.N_q) L[row] = l > 0.0f ? acc.m[r] * p.scale + logf(l) : -INFINITY;
-    }
+  for (int r = 0; r < 2 * MT; ++r) {
+    const int row = row0 + 16 * (r / 2) + g + 8 * (r % 2);
+    if (t == 0 && row < p.N_q) L[row] = L_rows[r];
+  }
 
   // O_i through this warp's own rows of the Q_i buffer (no other warp reads them), then
   // 16-byte coalesced stores. Each lane's bf16 pairs land in distinct banks (swizzle).
@@ -428,7 +344,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
       for (int hh = 0; hh < 2; ++hh) {
         const int r = 16 * mt + g + 8 * hh, col = 8 * n + 2 * t;
         *reinterpret_cast<std::uint32_t*>(O_s + 2 * tc::swizzle_128b(r, col, d)) =
-            tc::pack_bf16x2(acc.o[mt][n][2 * hh], acc.o[mt][n][2 * hh + 1]);
+            tc::pack_bf16x2(o[mt][n][2 * hh], o[mt][n][2 * hh + 1]);
       }
   __syncwarp();
   constexpr int kChunks = d / 8;
@@ -444,69 +360,79 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) forward_kernel(con
 // ---- the compiled configurations ----------------------------------------------------------
 // name: w<warps>_r<rows per warp>_c<B_c>_<q in regs or smem>_s<stages>_b<blocks per SM the
 // registers are budgeted for>, then the tricks switched on. Index 0 is the default. At
-// d = 128 the others are the README's steps towards it, one change at a time (16 -> 32 rows
-// a warp, + packp, + splitkv; + skiprescale is the default), and the default without packp,
-// without splitkv. ptxas reports spills for some of the steps (README): 32 rows a warp at
-// B_c = 64 sit at the 255-register limit, and which combinations fit is the allocator's call.
+// d = 128 configs 1-4 are the README's steps towards it, one change at a time (16 -> 32 rows
+// a warp, + packp, + splitkv; + skiprescale is the default). The ablations (benchmark only)
+// continue the numbering: the default without packp, without splitkv. ptxas reports spills
+// for some of them (README): 32 rows a warp at B_c = 64 sit at the 255-register limit, and
+// which combinations fit is the allocator's call.
 //                      d  warps mtiles B_c  Q regs stages minBlocks tricks
 using F128_0 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSplitKV | kSkipRescale>;  // FA2's own tiles
-using F128_1 = FwdConfig<128, 8, 1, 64, true, 2, 1>;   // the first default: 16 rows a warp, Q_i in registers
+using F128_1 = FwdConfig<128, 8, 1, 64, true, 2, 1>;   // step 1: 16 rows a warp, Q_i in registers
 using F128_2 = FwdConfig<128, 4, 2, 64, false, 2, 2>;  // 32 rows a warp (Q_i re-read from shared memory)
 using F128_3 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP>;
 using F128_4 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSplitKV>;        // the default without skiprescale
-using F128_5 = FwdConfig<128, 4, 2, 64, false, 2, 2, kSplitKV | kSkipRescale>;  // ... without packp
-using F128_6 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSkipRescale>;    // ... without splitkv
+using F128_5 = FwdConfig<128, 4, 2, 64, false, 2, 2, kSplitKV | kSkipRescale>;  // ablation: without packp
+using F128_6 = FwdConfig<128, 4, 2, 64, false, 2, 2, kPackP | kSkipRescale>;    // ablation: without splitkv
 using F64_0 = FwdConfig<64, 4, 2, 128, false, 2, 2>;                            // FA2's own tiles at d = 64
-using F64_1 = FwdConfig<64, 4, 2, 64, true, 2, 2>;                              // the first default (Q_i in registers)
+using F64_1 = FwdConfig<64, 4, 2, 64, true, 2, 2>;                              // B_c = 64, Q_i in registers
 using F64_2 = FwdConfig<64, 4, 2, 128, false, 2, 2, kPackP | kSplitKV>;
 
-template <class C>
-TileConfig describe() {
-  return {"w" + std::to_string(C::kWarps) + "_r" + std::to_string(C::kRowsPerWarp) + "_c" + std::to_string(C::B_c) +
-              (C::kQInRegs ? "_qreg" : "_qsmem") + "_s" + std::to_string(C::kStages) + "_b" +
-              std::to_string(C::kMinBlocks) + (C::kPackP ? "_packp" : "") + (C::kSplitKV ? "_splitkv" : "") +
-              (C::kSkipRescale ? "_skiprescale" : ""),
-          C::B_r, C::B_c, C::kWarps, 0};
-}
+using Configs128 = ConfigList<F128_0, F128_1, F128_2, F128_3, F128_4>;
+using Ablations128 = ConfigList<F128_5, F128_6>;
+using Configs64 = ConfigList<F64_0, F64_1, F64_2>;
+using Ablations64 = ConfigList<>;
+
+struct Describe {
+  template <class C>
+  TileConfig operator()(C) const {
+    return {"w" + std::to_string(C::kWarps) + "_r" + std::to_string(C::kRowsPerWarp) + "_c" + std::to_string(C::B_c) +
+                (C::kQInRegs ? "_qreg" : "_qsmem") + "_s" + std::to_string(C::kStages) + "_b" +
+                std::to_string(C::kMinBlocks) + (C::kPackP ? "_packp" : "") + (C::kSplitKV ? "_splitkv" : "") +
+                (C::kSkipRescale ? "_skiprescale" : ""),
+            C::B_r, C::B_c, C::kWarps};
+  }
+};
 
 template <class C, Normalisation kNorm>
 void launch(const FwdParams& p, int heads, cudaStream_t stream) {
   FwdParams q = p;
-  q.T_r = ceil_div(p.N_q, C::B_r);
+  q.T_r = ladder::ceil_div(p.N_q, C::B_r);
   ladder::check_grid("fa2tc::forward", q.T_r, heads);
   // The largest carveout: the blocks per SM the registers allow must fit in shared memory too.
-  ladder::allow_dynamic_smem(forward_kernel<C, kNorm>, C::kSmemBytes, "fa2tc::forward (" + describe<C>().name + ")",
+  ladder::allow_dynamic_smem(forward_kernel<C, kNorm>, C::kSmemBytes, "fa2tc::forward (" + Describe{}(C{}).name + ")",
                              true);
   const dim3 grid(static_cast<unsigned>(q.T_r), static_cast<unsigned>(heads));
   forward_kernel<C, kNorm><<<grid, C::kThreads, C::kSmemBytes, stream>>>(q);
   CUDA_CHECK_LAUNCH();
 }
 
-template <class C>
-void launch_norm(const FwdParams& p, int heads, Normalisation norm, cudaStream_t stream) {
-  if (norm == Normalisation::FA2) return launch<C, Normalisation::FA2>(p, heads, stream);
-  return launch<C, Normalisation::FA1>(p, heads, stream);
+// Configuration `config` of a head dimension's list, then its ablations.
+template <class Configs, class Ablations>
+void launch_config(int config, const FwdParams& p, int heads, Normalisation norm, cudaStream_t stream) {
+  auto go = [&](auto c) {
+    using C = decltype(c);
+    if (norm == Normalisation::FA2)
+      launch<C, Normalisation::FA2>(p, heads, stream);
+    else
+      launch<C, Normalisation::FA1>(p, heads, stream);
+  };
+  if (config < Configs::kSize) return Configs::launch(config, go);
+  Ablations::launch(config - Configs::kSize, go);
 }
-
-// The configurations of one head dimension, in index order.
-template <class... Cs>
-struct ConfigList {
-  static std::vector<TileConfig> describe_all() { return {describe<Cs>()...}; }
-  static void launch(int config, const FwdParams& p, int heads, Normalisation norm, cudaStream_t stream) {
-    int i = 0;
-    ((i++ == config ? launch_norm<Cs>(p, heads, norm, stream) : void()), ...);
-  }
-};
-using Configs128 = ConfigList<F128_0, F128_1, F128_2, F128_3, F128_4, F128_5, F128_6>;
-using Configs64 = ConfigList<F64_0, F64_1, F64_2>;
 
 }  // namespace
 
 const char* name(Normalisation n) { return n == Normalisation::FA2 ? "fa2norm" : "fa1norm"; }
 
 std::vector<TileConfig> forward_configs(int d) {
-  if (d == 128) return Configs128::describe_all();
-  if (d == 64) return Configs64::describe_all();
+  if (d == 128) return Configs128::describe_all(Describe{});
+  if (d == 64) return Configs64::describe_all(Describe{});
+  return {};
+}
+
+std::vector<TileConfig> forward_ablations(int d) {
+  if (d == 128) return Ablations128::describe_all(Describe{});
+  if (d == 64) return Ablations64::describe_all(Describe{});
   return {};
 }
 
@@ -519,7 +445,7 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa2tc::forward";
   check_shape(s, who);
-  check_config(opt.config, static_cast<int>(forward_configs(s.d).size()), s.d, who);
+  check_config(opt.config, static_cast<int>(forward_configs(s.d).size() + forward_ablations(s.d).size()), s.d, who);
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}}, 16);
   check_row_vector(L, who, "L");
   check_strides(s, opt.strides, who);
@@ -529,10 +455,10 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   p.q_head = st.q_head, p.kv_head = st.kv_head, p.o_head = st.o_head, p.l_head = st.l_head;
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
   p.causal = s.causal;
-  p.scale = s.scale(), p.scale_log2e = s.scale() * kLog2e;
+  p.scale_log2e = s.scale() * ladder::kLog2e;
   const int heads = static_cast<int>(s.heads());
-  if (s.d == 128) return Configs128::launch(opt.config, p, heads, opt.norm, stream);
-  return Configs64::launch(opt.config, p, heads, opt.norm, stream);
+  if (s.d == 128) return launch_config<Configs128, Ablations128>(opt.config, p, heads, opt.norm, stream);
+  launch_config<Configs64, Ablations64>(opt.config, p, heads, opt.norm, stream);
 }
 
 }  // namespace fa2tc

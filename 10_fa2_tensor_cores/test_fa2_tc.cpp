@@ -7,6 +7,7 @@
 
 #include "attention_test_cases.h"
 #include "bf16.h"
+#include "cudnn_attention.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
 #include "fa2_tc_problem.h"
@@ -28,8 +29,8 @@ TEST(CpuFa2Tc, SwizzledAddressingMatchesChapter09) {
 
 TEST(CpuFa2Tc, TileConfigsAreListedPerHeadDim) {
   for (int d : fa2tc::kSupportedD)
-    for (const auto& configs : {fa2tc::forward_configs(d), fa2tc::backward_configs(d)}) {
-      ASSERT_FALSE(configs.empty()) << "d=" << d;
+    for (const auto& configs : {fa2tc::forward_configs(d), fa2tc::forward_ablations(d), fa2tc::backward_configs(d)}) {
+      if (configs.empty()) continue;  // no ablations at this d
       std::set<std::string> names;
       for (const fa2tc::TileConfig& c : configs) {
         EXPECT_TRUE(names.insert(c.name).second) << "duplicate config name " << c.name;
@@ -38,6 +39,10 @@ TEST(CpuFa2Tc, TileConfigsAreListedPerHeadDim) {
         EXPECT_GE(c.warps, 4) << c.name;
       }
     }
+  for (int d : fa2tc::kSupportedD) {
+    EXPECT_FALSE(fa2tc::forward_configs(d).empty()) << "d=" << d;
+    EXPECT_FALSE(fa2tc::backward_configs(d).empty()) << "d=" << d;
+  }
   EXPECT_TRUE(fa2tc::forward_configs(96).empty());
 }
 
@@ -117,11 +122,17 @@ TEST(CpuFa2Tc, BadInputIsRejectedBeforeAnyLaunch) {
 // scaled by s scale the score errors, hence the bound, by s.
 constexpr double kLMaxAbs = 1e-4;
 
-// Every forward tile configuration of head dimension d (0 = the default).
+// Every compiled forward configuration of head dimension d (0 = the default), the benchmark's
+// ablations included: a figure is only worth publishing for a kernel that is right.
 std::vector<int> all_forward_configs(int d) {
-  std::vector<int> all(fa2tc::forward_configs(d).size());
+  std::vector<int> all(fa2tc::forward_configs(d).size() + fa2tc::forward_ablations(d).size());
   for (std::size_t c = 0; c < all.size(); ++c) all[c] = static_cast<int>(c);
   return all;
+}
+std::string config_name(int d, int config) {
+  std::vector<fa2tc::TileConfig> all = fa2tc::forward_configs(d);
+  for (const fa2tc::TileConfig& c : fa2tc::forward_ablations(d)) all.push_back(c);
+  return all.at(config).name;
 }
 
 // Forward (both normalisations, each of the given configs) on every element: O within the
@@ -137,7 +148,7 @@ void expect_forward_correct(const fa2tc::Problem& p, const std::vector<int>& con
       opt.config = config;
       dev.forward(opt);
       const std::string what = std::string("forward ") + fa2tc::name(norm) + ", config " +
-                               fa2tc::forward_configs(s.d)[config].name + ", " + s.str() +
+                               config_name(s.d, config) + ", " + s.str() +
                                (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
       EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
       const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), ref.L);
@@ -352,6 +363,43 @@ TEST(GpuFa2Tc, Fp32NormalisationsMatchTheReference) {
         EXPECT_TRUE(ladder::matches(L.download(), ref.L, ladder::kFp32))
             << "fp32 L, " << fa2tc::name(norm) << ", " << s.str();
       }
+    }
+}
+
+// cuDNN's attention, the anchor chapters 10 and 12 are timed against, must solve the same
+// problem as the kernels: layouts, scale, GQA, the causal mask aligned at the bottom right and
+// L in natural log, checked against the same reference and bounds. N and N_kv differ and are
+// no multiple of 64 (cuDNN takes that with the bottom-right mask from version 9.6 on).
+TEST(GpuFa2Tc, CudnnAnchorMatchesTheReference) {
+  LADDER_REQUIRE_GPU();
+  if (const std::string why = ladder::CudnnAttention::unavailable_reason(); !why.empty())
+    GTEST_SKIP() << "cuDNN anchor: " << why;
+  if (ladder::small_mode()) GTEST_SKIP() << "cuDNN's kernels are not this chapter's: not run under compute-sanitizer";
+  LADDER_TEST_SEED(seed);
+  using Pass = ladder::CudnnAttention::Pass;
+  for (int d : fa2tc::kSupportedD)
+    for (bool causal : {false, true}) {
+      const AttentionShape s = attention_shape(2, 4, 2, 100, 300, d, causal);
+      const fa2tc::Problem p = fa2tc::make_problem(s, seed);
+      const auto fwd = ladder::attention_forward_reference(s, p.Q.data(), p.K.data(), p.V.data());
+      const auto grads = ladder::attention_backward_reference(s, p.Q.data(), p.K.data(), p.V.data(), p.dO.data());
+      ladder::CudnnAttention cudnn(s);
+      for (Pass pass : {Pass::Forward, Pass::Backward}) {
+        const std::string why = cudnn.unsupported_reason(pass);
+        ASSERT_TRUE(why.empty()) << why;
+      }
+      fa2tc::OnDevice dev(p);
+      dev.O.poison(), dev.L.poison();
+      cudnn.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data());
+      EXPECT_TRUE(ladder::matches(dev.O_host(), fwd.O, ladder::kBf16Attention)) << "cuDNN O, " << s.str();
+      const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), fwd.L);
+      EXPECT_TRUE(L.within(fa2tc::kBf16AttentionL)) << "cuDNN L, " << s.str() << ": " << L.str();
+      dev.dQ.poison(), dev.dK.poison(), dev.dV.poison();
+      cudnn.backward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data(), dev.dO.data(), dev.dQ.data(),
+                     dev.dK.data(), dev.dV.data());
+      EXPECT_TRUE(ladder::matches(dev.dQ_host(), grads.dQ, ladder::kBf16AttentionGrad)) << "cuDNN dQ, " << s.str();
+      EXPECT_TRUE(ladder::matches(dev.dK_host(), grads.dK, ladder::kBf16AttentionGrad)) << "cuDNN dK, " << s.str();
+      EXPECT_TRUE(ladder::matches(dev.dV_host(), grads.dV, ladder::kBf16AttentionGrad)) << "cuDNN dV, " << s.str();
     }
 }
 

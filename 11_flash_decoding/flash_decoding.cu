@@ -9,10 +9,11 @@
 //     warp w takes sub-tiles w, w + W, w + 2W, ... (B_w keys each), through its OWN ring of
 //     kStages cp.async buffers: no block-wide barrier in the loop, a warp never waits for
 //     another. Per sub-tile, exactly chapter 10's inner step on one m16 tile:
-//       S = Q K_j^T, m_new = max(m, rowmax S), P~ = exp2(S scale log2e - m_new scale log2e),
+//       S = Q K_j^T, m_new = max(m, rowmax S scale log2e), P~ = exp2(S scale log2e - m_new),
 //       l = alpha l + rowsum P~, O = alpha O + P~ V_j
 //   then the W warps' (m, l, O) merge in shared memory (the same merge as chapter 04's
-//   blocks), and the block writes its partial: O_s = O / l (fp32) and LSE_s = m scale + log l.
+//   blocks), and the block writes its partial: O_s = O / l (fp32) and LSE_s = m ln 2 + log l
+//   (m in log2 units: attention_rows.cuh).
 //   With one split the partial is the answer: O (bf16) and LSE go straight to the outputs.
 //
 //   combine: one warp per query row merges that row's partials:
@@ -31,12 +32,14 @@
 #include <type_traits>
 #include <utility>
 
+#include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "10_fa2_tensor_cores/fa2_tc.cuh"
 #include "10_fa2_tensor_cores/fa2_tc.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "flash_decoding.h"
 #include "launch.h"
+#include "numeric.h"
 
 namespace fdec {
 
@@ -48,12 +51,11 @@ using fa2tc::dev::b_lane;
 using fa2tc::dev::bt_lane;
 using fa2tc::dev::c_to_a;
 using fa2tc::dev::frag_addr;
-using fa2tc::dev::kLog2e;
 using fa2tc::dev::lane_base;
 using fa2tc::dev::quad_max;
 using fa2tc::dev::quad_sum;
 
-__host__ __device__ constexpr int ceil_div(int x, int m) { return (x + m - 1) / m; }
+using ladder::ceil_div;
 
 // A compiled configuration: kWarps warps per block, each streaming B_w keys per step through
 // its own ring of kStages buffers (K and V, B_w rows of d bf16 each, 128-byte swizzle).
@@ -91,7 +93,7 @@ struct Params {
   long long slab;   // contiguous: elements between consecutive (b, h_kv) slabs (capacity * d)
   int H_kv, group_rows, n_q, row_tiles, splits, keys_per_split, max_seq_len;
   int page_shift, max_pages_per_seq, num_pages;  // paged: page_size = 1 << page_shift
-  float scale, scale_log2e;
+  float scale_log2e;
 };
 
 // ---- PTX of programmatic dependent launch (sm_90) ---------------------------------------
@@ -210,12 +212,13 @@ __device__ __forceinline__ void load_step(std::uint32_t stage, std::uint32_t lan
   }
 }
 
-// One warp's running state for its 16 query rows: rows g and g + 8 of the m16 tile per lane.
+// One warp's running state for its 16 query rows (rows g and g + 8 of the m16 tile per
+// lane): the unnormalised O (C fragments of d/8 n-tiles) and chapter 10's row statistics
+// (attention_rows.cuh).
 template <class C>
 struct WarpState {
-  float o[C::d / 8][4];  // unnormalised O, C fragments of d/8 n-tiles
-  float m[2];            // running max of the raw scores
-  float l[2];            // this lane's partial row sum (the quad's sum is the row's)
+  float o[1][C::d / 8][4];
+  attn::OnlineSoftmax<2> rows;
 };
 
 // Chapter 10's inner step (fa2_tc_forward.cu) on one m16 tile and B_w keys. kMasked: some key
@@ -226,9 +229,9 @@ __device__ __forceinline__ void step(WarpState<C>& st, const std::uint32_t (&q)[
   constexpr int d = C::d, B_w = C::B_w, RB = C::kRowBytes;
   const int t = threadIdx.x % 4;
 
-  float s[B_w / 8][4];
+  float s[1][B_w / 8][4];
 #pragma unroll
-  for (int n = 0; n < B_w / 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+  for (int n = 0; n < B_w / 8; ++n) s[0][n][0] = s[0][n][1] = s[0][n][2] = s[0][n][3] = 0.0f;
 #pragma unroll
   for (int kk = 0; kk < d / 16; ++kk)
 #pragma unroll
@@ -236,8 +239,8 @@ __device__ __forceinline__ void step(WarpState<C>& st, const std::uint32_t (&q)[
       std::uint32_t b[4];
       tc::ldmatrix_x4(b, frag_addr(k_lane, 16 * np, 2 * kk, RB));
       const std::uint32_t b_lo[2] = {b[0], b[1]}, b_hi[2] = {b[2], b[3]};
-      tc::mma_m16n8k16_bf16(s[2 * np], q[kk], b_lo);
-      tc::mma_m16n8k16_bf16(s[2 * np + 1], q[kk], b_hi);
+      tc::mma_m16n8k16_bf16(s[0][2 * np], q[kk], b_lo);
+      tc::mma_m16n8k16_bf16(s[0][2 * np + 1], q[kk], b_hi);
     }
 
   if constexpr (kMasked) {
@@ -245,43 +248,23 @@ __device__ __forceinline__ void step(WarpState<C>& st, const std::uint32_t (&q)[
     for (int n = 0; n < B_w / 8; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e)
-        if (j0 + 8 * n + 2 * t + e % 2 > last_key[e / 2]) s[n][e] = -INFINITY;
+        if (j0 + 8 * n + 2 * t + e % 2 > last_key[e / 2]) s[0][n][e] = -INFINITY;
   }
 
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float tile_max = -INFINITY;
-#pragma unroll
-    for (int n = 0; n < B_w / 8; ++n) tile_max = fmaxf(tile_max, fmaxf(s[n][2 * h], s[n][2 * h + 1]));
-    const float m_new = fmaxf(st.m[h], quad_max(tile_max));
-    // A row that has seen only masked keys keeps m = -inf: base 0 keeps exp2(-inf - -inf) away.
-    const float base = m_new == -INFINITY ? 0.0f : m_new * sl2e;
-    const float alpha = tc::ex2(fmaf(st.m[h], sl2e, -base));
-    st.m[h] = m_new;
-    float sum = 0.0f;
-#pragma unroll
-    for (int n = 0; n < B_w / 8; ++n)
-#pragma unroll
-      for (int e = 2 * h; e < 2 * h + 2; ++e) {
-        s[n][e] = tc::ex2(fmaf(s[n][e], sl2e, -base));
-        sum += s[n][e];
-      }
-    st.l[h] = alpha * st.l[h] + sum;
-#pragma unroll
-    for (int n = 0; n < d / 8; ++n) st.o[n][2 * h] *= alpha, st.o[n][2 * h + 1] *= alpha;
-  }
+  st.rows.update(attn::MmaTile<1, B_w / 8>{s}, sl2e);
+  st.rows.rescale(attn::MmaTile<1, d / 8>{st.o});
 
 #pragma unroll
   for (int kk = 0; kk < B_w / 16; ++kk) {
     std::uint32_t a[4];
-    c_to_a(a, s[2 * kk], s[2 * kk + 1]);
+    c_to_a(a, s[0][2 * kk], s[0][2 * kk + 1]);
 #pragma unroll
     for (int dp = 0; dp < d / 16; ++dp) {
       std::uint32_t b[4];
       tc::ldmatrix_x4_trans(b, frag_addr(v_lane, 16 * kk, 2 * dp, RB));
       const std::uint32_t b_lo[2] = {b[0], b[1]}, b_hi[2] = {b[2], b[3]};
-      tc::mma_m16n8k16_bf16(st.o[2 * dp], a, b_lo);
-      tc::mma_m16n8k16_bf16(st.o[2 * dp + 1], a, b_hi);
+      tc::mma_m16n8k16_bf16(st.o[0][2 * dp], a, b_lo);
+      tc::mma_m16n8k16_bf16(st.o[0][2 * dp + 1], a, b_hi);
     }
   }
 }
@@ -375,9 +358,8 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) decode_kernel(cons
 
   WarpState<C> st;
 #pragma unroll
-  for (int n = 0; n < d / 8; ++n) st.o[n][0] = st.o[n][1] = st.o[n][2] = st.o[n][3] = 0.0f;
-  st.m[0] = st.m[1] = -INFINITY;
-  st.l[0] = st.l[1] = 0.0f;
+  for (int n = 0; n < d / 8; ++n) st.o[0][n][0] = st.o[0][n][1] = st.o[0][n][2] = st.o[0][n][3] = 0.0f;
+  st.rows.init();
 
   for (int i = 0; i < n_steps; ++i) {
     tc::cp_async_wait<S - 2>();  // this lane's copies of step i have landed ...
@@ -396,18 +378,18 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) decode_kernel(cons
   __syncthreads();  // every warp is out of its ring: the rings become the merge buffer
 
   // Merge the W warps (chapter 04's block merge, per row):
-  //   M = max_w m_w,  f_w = exp2((m_w - M) scale log2e),  l = sum_w f_w l_w,  O = sum_w f_w O_w / l
+  //   M = max_w m_w,  f_w = exp2(m_w - M) (m in log2 units),  l = sum_w f_w l_w,  O = sum_w f_w O_w / l
   float* O_w = reinterpret_cast<float*>(ring_ptr);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int row = g + 8 * h;
-    const float l = quad_sum(st.l[h]);
-    if (t == 0) m_s[warp * 16 + row] = st.m[h], l_s[warp * 16 + row] = l;
+    const float l = quad_sum(st.rows.l[h]);
+    if (t == 0) m_s[warp * 16 + row] = st.rows.m[h], l_s[warp * 16 + row] = l;
     if (row < rows_valid)
 #pragma unroll
       for (int n = 0; n < d / 8; ++n)
         *reinterpret_cast<float2*>(O_w + (warp * 16 + row) * C::kMergeStride + 8 * n + 2 * t) =
-            make_float2(st.o[n][2 * h], st.o[n][2 * h + 1]);
+            make_float2(st.o[0][n][2 * h], st.o[0][n][2 * h + 1]);
   }
   __syncthreads();
 
@@ -421,7 +403,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) decode_kernel(cons
 #pragma unroll
     for (int w = 0; w < W; ++w) {
       const float m_w = m_s[w * 16 + r];
-      const float f = m_w == -INFINITY ? 0.0f : tc::ex2((m_w - M) * p.scale_log2e);
+      const float f = m_w == -INFINITY ? 0.0f : tc::ex2(m_w - M);  // m in log2 units
       const float4 x = *reinterpret_cast<const float4*>(O_w + (w * 16 + r) * C::kMergeStride + c);
       l += f * l_s[w * 16 + r];
       o.x += f * x.x, o.y += f * x.y, o.z += f * x.z, o.w += f * x.w;
@@ -429,7 +411,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) decode_kernel(cons
     // No visible key in this split (l = 0): O = 0 and LSE = -inf, the merge's identity.
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     o.x *= inv, o.y *= inv, o.z *= inv, o.w *= inv;
-    const float lse = l > 0.0f ? M * p.scale + logf(l) : -INFINITY;
+    const float lse = l > 0.0f ? M * ladder::kLn2 + logf(l) : -INFINITY;
     const long long row = grow0 + r;
     if (p.splits == 1) {
       uint2 packed;
@@ -758,7 +740,7 @@ void decode(const DecodeShape& s, const bf16* Q, const KvCache& kv, const int* s
   p.splits = pl.split.splits, p.keys_per_split = pl.split.keys_per_split, p.max_seq_len = s.max_seq_len;
   p.page_shift = kv.page_size == 64 ? 6 : 4;
   p.max_pages_per_seq = kv.max_pages_per_seq, p.num_pages = kv.num_pages;
-  p.scale = 1.0f / std::sqrt(float(s.d)), p.scale_log2e = p.scale * kLog2e;
+  p.scale_log2e = ladder::kLog2e / std::sqrt(float(s.d));
 
   with_config(s.d, opt.config, LaunchDecode{&p, pl.blocks, kv.layout == Layout::Paged, stream});
   if (pl.split.splits == 1) return;

@@ -397,6 +397,31 @@ TEST(GpuDecodeBatch, WithoutProgrammaticDependentLaunch) {
   EXPECT_EQ(dev.LSE_host(), L);
 }
 
+// One split walks every key of a long cache in one block: the running max settles early, and
+// from then on each step's alpha must be exactly 1, or l drifts step after step (O does not
+// show it: O / l cancels the drift; LSE = m + log l does). The LSE error with one split over
+// 131072 keys stays within 2x that of the automatic split on the same inputs.
+TEST(GpuDecodeBatch, OneSplitOverALongCacheKeepsLseExact) {
+  LADDER_REQUIRE_GPU();
+  LADDER_TEST_SEED(seed);
+  if (ladder::small_mode()) GTEST_SKIP() << "small mode (compute-sanitizer): 131072 keys is too long";
+  const int N = 131072;
+  const fdec::Problem p = fdec::make_problem({1, 8, 1, 1, 128, 0}, {N}, seed);
+  const fdec::Reference ref = fdec::reference(p);
+  fdec::OnDevice dev(p);
+  double err[2];
+  for (int one : {0, 1}) {
+    fdec::Options opt;
+    opt.splits = one ? 1 : 0;
+    dev.run(CacheKind::Contiguous, opt);
+    const ladder::Comparison cL = fdec::compare_lse(dev.LSE_host(), ref.LSE);
+    EXPECT_TRUE(cL.within(fdec::kLse)) << (one ? "one split: " : "auto splits: ")
+                                       << fdec::describe(p.s, cL, true, dev.LSE_host(), ref.LSE);
+    err[one] = cL.rel_l2;
+  }
+  EXPECT_LE(err[1], 2.0 * err[0] + 1e-9) << "LSE rel. error: one split " << err[1] << ", auto splits " << err[0];
+}
+
 // The no-split baseline of the README: chapter 10's forward on the decode shape.
 TEST(GpuDecodeBatch, Chapter10ForwardOnTheDecodeShape) {
   LADDER_REQUIRE_GPU();

@@ -1,0 +1,141 @@
+// The row math of FlashAttention-2's forward, written once for every tensor-core kernel of
+// the ladder: chapter 10 (mma.sync), 11 (decode) and 12 (wgmma) differ in where the score
+// tile S_ij lives in registers, not in what they do with it. Device code only.
+//
+// Per query row i the kernels keep (Dao 2023, Algorithm 1):
+//   m_i   the running max of the scores seen so far,
+//   l_i   the running sum of P~ = exp(S - m_i) over the keys seen so far,
+//   O_i   the unnormalised output, rescaled by alpha = exp(m_old - m_new) when m_i grows,
+// and at the end O_i / l_i and L_i = m_i + log l_i. Here m_i is kept in log2 units
+// (S scale log2 e): then alpha = exp2(m_old - m_new) is exactly 1 when the max does not
+// move (m_old - m_new = 0), which chapter 10's skipped rescale relies on, and a long run
+// of tiles (chapter 11 walks 131072 keys with one split) never drifts l_i.
+//
+// A score tile is seen through a fragment view: the rows one thread holds, each shared with
+// the other three lanes of its quad, and per row pairs of adjacent columns 8 j + 2 c and
+// 8 j + 2 c + 1 (c = lane % 4). mma.sync's C fragments (chapter 09) and wgmma's accumulators
+// (chapter 12) both have this shape; only the register index of (row, pair, element) differs.
+#pragma once
+
+#include <cmath>
+
+#include "09_tensor_core_matmul/mma.cuh"
+#include "numeric.h"
+
+namespace attn {
+
+// ---- which key tiles a row tile visits --------------------------------------------------
+// Row tile [i0, i0 + B_r) sees keys [0, kv_end): all N_kv, or, causal (query i sees keys
+// j <= i + offset, offset = N_kv - N_q, aligned at the bottom right), up to its last query's
+// last key. Tiles j < n_full are visible to every row of the tile: they need no mask.
+struct KeyTiles {
+  int kv_end, T_c, n_full;
+};
+__host__ __device__ inline KeyTiles key_tiles(int i0, int B_r, int B_c, int N_kv, int offset, bool causal) {
+  KeyTiles k;
+  k.kv_end = causal ? max(0, min(N_kv, i0 + B_r + offset)) : N_kv;
+  k.T_c = ladder::ceil_div(k.kv_end, B_c);
+  k.n_full = (causal ? max(0, min(N_kv, i0 + offset + 1)) : N_kv) / B_c;
+  return k;
+}
+// ---- fragment views ----------------------------------------------------------------------
+// mma.sync m16n8 C fragments, MT m16 tiles x NT n8 tiles (chapters 10, 11): row slot
+// r = 2 mt + h is tile row 16 mt + g + 8 h (g = lane / 4); pair j is n8 tile j.
+template <int MT, int NT>
+struct MmaTile {
+  static constexpr int kRows = 2 * MT, kPairs = NT;
+  float (&f)[MT][NT][4];
+  __device__ __forceinline__ float& operator()(int r, int j, int e) const { return f[r / 2][j][2 * (r % 2) + e]; }
+};
+// wgmma m64nN accumulators (chapter 12): warp w of the warpgroup holds rows 16 w + g and
+// 16 w + g + 8 (row slots 0, 1); register 4 j + 2 h + e is row slot h, pair j.
+template <int N>
+struct WgmmaTile {
+  static constexpr int kRows = 2, kPairs = N / 8;
+  float (&f)[N / 2];
+  __device__ __forceinline__ float& operator()(int r, int j, int e) const { return f[4 * j + 2 * r + e]; }
+};
+
+// ---- FA2's online softmax ------------------------------------------------------------------
+// The state of kRows rows: m, l and the alpha of the last update.
+template <int kRows>
+struct OnlineSoftmax {
+  float m[kRows];      // running max, in log2 units
+  float l[kRows];      // this lane's partial row sum of P~: alpha is the same for the whole row,
+                       // so the quad's partials rescale consistently and are summed once, at the end
+  float alpha[kRows];  // exp2(m_old - m_new) of the last update, for rescale()
+
+  __device__ __forceinline__ void init() {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) m[r] = -INFINITY, l[r] = 0.0f, alpha[r] = 1.0f;
+  }
+
+  // S -> P~ = exp2(S sl2e - m_new) in place (sl2e = scale log2 e); m, l and alpha updated. A
+  // row that has seen only masked keys keeps m = -inf: base 0 keeps exp2 away from
+  // -inf - -inf = NaN (P~ = 0, alpha = 0). O is not touched: rescale() applies alpha when the
+  // kernel is ready (chapter 12 first lets the P V in flight finish with the old O).
+  template <class Tile>
+  __device__ __forceinline__ void update(const Tile& s, float sl2e) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) update_row(s, r, sl2e);
+  }
+  // The same for row slot r alone: a kernel that turns each finished row of P~ into the next
+  // GEMM's operand right away (chapter 10's packp) frees the fp32 registers sooner.
+  template <class Tile>
+  __device__ __forceinline__ void update_row(const Tile& s, int r, float sl2e) {
+    static_assert(Tile::kRows == kRows, "one state per row slot of the tile");
+    float mx = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < Tile::kPairs; ++j) mx = fmaxf(mx, fmaxf(s(r, j, 0), s(r, j, 1)));
+    const float m_new = fmaxf(m[r], tc::quad_max(mx) * sl2e);
+    const float base = m_new == -INFINITY ? 0.0f : m_new;
+    alpha[r] = tc::ex2(m[r] - base);
+    m[r] = m_new;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < Tile::kPairs; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = s(r, j, e);
+        x = tc::ex2(fmaf(x, sl2e, -base));
+        sum += x;
+      }
+    l[r] = alpha[r] * l[r] + sum;
+  }
+
+  // O_i *= alpha, row by row.
+  template <class Tile>
+  __device__ __forceinline__ void rescale(const Tile& o) const {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r)
+#pragma unroll
+      for (int j = 0; j < Tile::kPairs; ++j) o(r, j, 0) *= alpha[r], o(r, j, 1) *= alpha[r];
+  }
+  // True when some row's max moved in the last update (alpha != 1): only then does
+  // rescale() change O.
+  __device__ __forceinline__ bool moved() const {
+    bool any = false;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) any |= alpha[r] != 1.0f;
+    return any;
+  }
+  // Nothing to do after O += P~ V: O stays unnormalised until finish().
+  template <class Tile>
+  __device__ __forceinline__ void after_pv(const Tile&) const {}
+
+  // The epilogue: O_i /= l_i and L_i = m_i ln 2 + ln l_i (natural log, as PyTorch's LSE). A
+  // row that saw no key (l = 0) gets O = 0 and L = -inf.
+  template <class Tile>
+  __device__ __forceinline__ void finish(const Tile& o, float (&L)[kRows]) const {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float sum = tc::quad_sum(l[r]);
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      L[r] = sum > 0.0f ? m[r] * ladder::kLn2 + logf(sum) : -INFINITY;
+#pragma unroll
+      for (int j = 0; j < Tile::kPairs; ++j) o(r, j, 0) *= inv, o(r, j, 1) *= inv;
+    }
+  }
+};
+
+}  // namespace attn
