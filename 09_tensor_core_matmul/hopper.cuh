@@ -1,7 +1,9 @@
-// Hopper's matrix machinery, one thin wrapper per PTX instruction, named after it:
-// mbarriers, the tensor memory accelerator (TMA, cp.async.bulk.tensor), warpgroup MMAs
-// (wgmma), register reallocation (setmaxnreg) and thread-block clusters. Chapter 09
-// introduces them; chapter 12 (FA3) includes this file. Device code only (.cu files).
+// The ladder's PTX wrappers for Hopper (sm_90, and sm_90a where noted): mbarriers, the tensor
+// memory accelerator (TMA, cp.async.bulk.tensor), warpgroup MMAs (wgmma), register
+// reallocation (setmaxnreg), thread-block clusters, named barriers and programmatic dependent
+// launch. One thin wrapper per PTX instruction, named after it; each says which chapter
+// introduces it (chapter 09 unless noted). Every asm of these instructions in the ladder lives
+// here; the sm_80 ones are in mma.cuh. Device code only (.cu files).
 //
 // wgmma and setmaxnreg exist only on sm_90a: a .cu including this file is compiled with
 // -gencode=arch=compute_90a,code=sm_90a (CMake: CUDA_ARCHITECTURES 90a-real), and the
@@ -15,6 +17,7 @@
 #include <cstdint>
 
 #include "mma.cuh"
+#include "tc_layout.h"
 
 // True in the device pass for compute_90a (the "a" features: wgmma, setmaxnreg).
 #if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -54,8 +57,8 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(std::uint32_t bar, std
 // how a consumer tells the peer CTA that a stage the peer multicasts into is free. The
 // default .release.cta semantics is enough: what must be ordered before it are the
 // consumer's tensor-core reads of the stage, complete once wgmma.wait_group returned.
-// (.release.cluster compiles to a GPU-wide MEMBAR before every arrival: in chapter 09's
-// first measurement it made the cluster kernel slower than the one without clusters.)
+// (.release.cluster compiles to a GPU-wide MEMBAR before every arrival, which made the
+// cluster kernel slower than the one without clusters.)
 __device__ __forceinline__ void mbarrier_arrive_cluster(std::uint32_t cluster_bar) {
   asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
 }
@@ -120,6 +123,16 @@ __device__ __forceinline__ void cp_async_bulk_tensor_2d_global_to_shared_multica
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
       : "memory");
 }
+// The same for a 3D tensor map over (column, row, head) (chapter 12): a box never crosses from
+// one head into the next, and rows past a head's end (N or N_kv) arrive as zeros.
+__device__ __forceinline__ void cp_async_bulk_tensor_3d_global_to_shared(std::uint32_t dst, const CUtensorMap* map,
+                                                                         int c0, int c1, int c2, std::uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
 // Fetches the 128-byte tensor map into the copy engine's cache ahead of the first copy.
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
@@ -139,6 +152,17 @@ __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
 __device__ __forceinline__ std::uint64_t wgmma_desc_sw128(std::uint32_t smem_addr) {
   return (std::uint64_t(smem_addr & 0x3FFFF) >> 4) | (std::uint64_t(16 >> 4) << 16) | (std::uint64_t(1024 >> 4) << 32) |
          (std::uint64_t(1) << 62);
+}
+
+// MN-major, 128B swizzle (chapter 12: V_j as the B operand of O += P V, k = key, n = d): V_j
+// sits in shared memory as TMA wrote it, [key][64 columns of d] per box, rows of 128 bytes,
+// swizzled. For B that is "MN-major": n (d) is contiguous. In PTX's canonical MN-major 128B
+// layout 64 n-elements (one 128-byte row) x 8 k-rows form a 1024-byte swizzle atom;
+//   SBO = bytes between atoms along k (8 keys further: 1024, rows being dense),
+//   LBO = bytes between atoms along n (the next 64 columns of d: the next TMA box).
+// One k16 step is 16 keys = 2048 bytes further on (a multiple of 1024: no base offset).
+__device__ __forceinline__ std::uint64_t wgmma_desc_mn_sw128(std::uint32_t smem_addr, std::uint32_t lbo_bytes) {
+  return layout::wgmma_desc(smem_addr, lbo_bytes, 1024, 1);
 }
 
 #if TC_HOPPER_ENABLED
@@ -201,6 +225,89 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint
         TC_R8(80), TC_R8(88), TC_R8(96), TC_R8(104), TC_R8(112), TC_R8(120)
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+
+// ---- wgmma, A from registers ("RS"), and FP8 (chapter 12) ----------------------------------
+// D[64 x N] (+)= A[64 x K] B[K x N]; A in the registers of the warpgroup, 4 x 32 bits per
+// thread. Warp w owns rows 16w .. 16w+15; lane (g = lane / 4, c = lane % 4) holds
+//   bf16, k16:  a0 = (g, 2c..2c+1)  a1 = (g+8, 2c..2c+1)  a2 = (g, 8+2c..)    a3 = (g+8, 8+2c..)
+//   e4m3, k32:  a0 = (g, 4c..4c+3)  a1 = (g+8, 4c..4c+3)  a2 = (g, 16+4c..)   a3 = (g+8, 16+4c..)
+// (lowest k in the lowest bits): the fp32 accumulator of a previous wgmma holds, per thread,
+// the same rows and columns 8j + 2c + e for bf16, which is why chapter 12's P needs no
+// shuffle; for e4m3 the columns differ (chapter 12 permutes V's keys to match). B from shared
+// memory. The _tb forms read B MN-major (the instruction's imm-trans-b = 1; descriptors have no
+// transpose bit): V_j as it lies in shared memory. FP8 wgmma takes both shared-memory operands
+// K-major only (no transpose operand for e4m3): chapter 12 stores V transposed instead.
+#define TC_D32                                                              \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
+#define TC_D64                                                                       \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+__device__ __forceinline__ void wgmma_m64n128k16_rs_bf16_tb(float (&d)[64], const std::uint32_t (&a)[4],
+                                                            std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 " TC_D64
+      ", {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n64k16_rs_bf16_tb(float (&d)[32], const std::uint32_t (&a)[4],
+                                                           std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 " TC_D32
+      ", {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+// e4m3 x e4m3 -> f32, both operands from shared memory (K-major).
+__device__ __forceinline__ void wgmma_m64n128k32_ss_e4m3(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                         int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " TC_D64
+      ", %64, %65, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const std::uint32_t (&a)[4],
+                                                         std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 " TC_D64
+      ", {%64, %65, %66, %67}, %68, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n64k32_rs_e4m3(float (&d)[32], const std::uint32_t (&a)[4],
+                                                        std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 " TC_D32
+      ", {%32, %33, %34, %35}, %36, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
+#undef TC_D32
+#undef TC_D64
 #undef TC_R8
 
 // ---- setmaxnreg ----------------------------------------------------------------------------
@@ -224,6 +331,44 @@ template <int N>
 __device__ __forceinline__ void fence_operand(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// The same for A fragments in registers (chapter 12): an asynchronous wgmma may still read them
+// until the wgmma.wait_group that ends their use; call this after it.
+template <int M, int N>
+__device__ __forceinline__ void fence_operand(std::uint32_t (&a)[M][N]) {
+#pragma unroll
+  for (int i = 0; i < M; ++i)
+#pragma unroll
+    for (int j = 0; j < N; ++j) asm volatile("" : "+r"(a[i][j])::"memory");
+}
+
+// ---- named barriers (chapter 12) ---------------------------------------------------------------
+// bar.sync id, n: wait until n threads (a multiple of 32) have arrived at barrier id (1..15;
+// 0 is __syncthreads), counting this one. bar.arrive id, n: count this thread and go on.
+// Ping-pong: warpgroup A syncs on "A's turn", which warpgroup B's arrive completes.
+__device__ __forceinline__ void named_bar_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// ---- programmatic dependent launch (chapter 11) -------------------------------------------------
+// launch_dependents: this block no longer holds back the next kernel's launch (its blocks may
+// take free SM slots while this grid's last blocks run); wait: block until every kernel this
+// one depends on has finished and its writes are visible. Without the launch attribute
+// (cudaLaunchAttributeProgrammaticStreamSerialization) both are no-ops; before sm_90 they
+// compile to nothing.
+__device__ __forceinline__ void griddepcontrol_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void griddepcontrol_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
 }
 
 // ---- elect, clusters -------------------------------------------------------------------------

@@ -1,6 +1,8 @@
-// The tensor-core primitives of the ladder, one thin wrapper per PTX instruction,
-// named after it. Chapter 09 introduces them; chapters 10+ include this file.
-// Device code only (.cu files). sm_80 and later (mma.sync, ldmatrix, cp.async).
+// The ladder's PTX wrappers for sm_80 and later (Ampere's instructions, which Hopper keeps):
+// mma.sync, ldmatrix, cp.async, and shared-memory access by address. One thin wrapper per
+// PTX instruction, named after it; each says which chapter introduces it (chapter 09 unless
+// noted). Every asm of these instructions in the ladder lives here; Hopper's own
+// instructions are in hopper.cuh. Device code only (.cu files).
 //
 // Fragment layouts (PTX ISA, "Matrix Fragments for mma.m16n8k16"), for a lane
 // with group g = lane / 4 and thread-in-group t = lane % 4:
@@ -65,6 +67,11 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
 __device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid = true) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
 }
+// 4 bytes global -> shared (.ca: through L1), zero-filled when !valid (chapter 10: one fp32
+// per row, L_i and D_i of the backward).
+__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, bool valid = true) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
+}
 // Closes the group of copies this thread issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 // Waits until at most `kPending` of this thread's committed groups are still in flight.
@@ -72,6 +79,21 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// ---- shared memory by address ------------------------------------------------------------
+// Plain loads and stores at a 32-bit shared-memory address, the form the TMA and wgmma code
+// computes its tile addresses in (chapter 12: O on its way out through a swizzled buffer).
+__device__ __forceinline__ void st_shared_b32(std::uint32_t addr, std::uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_v4(std::uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // ---- conversions and special functions -------------------------------------------------

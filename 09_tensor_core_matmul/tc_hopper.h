@@ -1,11 +1,41 @@
-// The launchers of the Hopper steps (5, 6a-c), compiled in tc_matmul_hopper.cu for
-// sm_90a only. tc_matmul.cu dispatches to them after its checks; nothing else calls them.
+// The host side of the Hopper kernels (no CUDA device syntax):
+//   tc::tensor_map, tc::compiled_for_sm90a (tc_hopper.cpp): what every TMA/wgmma chapter needs
+//     on the host (09, 12 and later);
+//   tcmm::hopper: the launchers of this chapter's Hopper steps (5, 6a-c), compiled in
+//     tc_matmul_hopper.cu for sm_90a only; tc_matmul.cu dispatches to them after its checks.
 #pragma once
 
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+#include <cuda.h>  // CUtensorMap (a 128-byte struct; nothing from libcuda is linked)
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "tc_matmul.h"
+
+namespace tc {
+
+// A row-major tensor as TMA sees it: `rank` (2 or 3) dimensions, innermost (contiguous)
+// first: columns, rows, heads; read in boxes of box[] elements, 128B-swizzled (box[0] times
+// the element size must be 128 bytes: one swizzle row), zeros for whatever lies outside the
+// tensor. Elements are bf16, or bytes (FP8) when `fp8`.
+struct TensorMapKey {
+  const void* data = nullptr;
+  bool fp8 = false;
+  int rank = 2;
+  std::uint64_t dims[3] = {1, 1, 1};
+  std::uint32_t box[3] = {1, 1, 1};
+  bool operator==(const TensorMapKey& o) const;
+};
+// The map (cuTensorMapEncodeTiled, taken from the driver at run time: no binary links
+// libcuda). Encoding costs microseconds and timed loops ask for the same maps again and
+// again: the last 16 are kept. Throws ladder::CudaError if the driver refuses the map.
+CUtensorMap tensor_map(const TensorMapKey& key);
+
+// True when `kernel` has sm_90a machine code in this build (its library was compiled for
+// 90a-real); whether the device is an sm_90 is the caller's question.
+bool compiled_for_sm90a(const void* kernel);
+
+}  // namespace tc
 
 namespace tcmm::hopper {
 
@@ -22,12 +52,9 @@ struct Options {
 
 Tiling tiling(Kernel k);
 
-// True when this build holds sm_90a code for the Hopper kernels (the library was
-// compiled for 90a); the device check is the caller's.
+// True when this build holds sm_90a code for the Hopper kernels; the device check is the
+// caller's.
 bool compiled_for_sm90a();
-
-// cuTensorMapEncodeTiled, looked up in the driver once, at run time (chapter 12 uses it too).
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled();
 
 // Launches after the caller's checks (arguments valid, device is cc 9.0, enough shared
 // memory). `fast`: the TMA path (K % 8 == 0, A and Bt 16-byte aligned).

@@ -15,11 +15,9 @@
 // Every tile row is 64 bf16 = 128 bytes, 128B-swizzled, 1024-byte aligned: what TMA
 // writes with CU_TENSOR_MAP_SWIZZLE_128B, what wgmma_desc_sw128 describes, and what the
 // guarded loader (load_tile with kSwizzle, tc_common.cuh) writes with ordinary stores.
-#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 
 #include <algorithm>
 #include <cstdint>
-#include <mutex>
 #include <stdexcept>
 #include <string>
 
@@ -168,7 +166,10 @@ __global__ void __launch_bounds__(kTmaThreads, 2)
 constexpr int kWsBM = 128, kWsBN = 256, kWsStages = 4, kWsThreads = 384;
 constexpr int kConsumerWarps = 8;
 constexpr int kProducerRegs = 40, kConsumerRegs = 232;
-static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "the register file holds both roles");
+// setmaxnreg.inc can only take what .dec gave back: the budgets must fit in the registers
+// the CTA starts with, 65536 / kWsThreads rounded down to 8 (168 a thread).
+static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kWsThreads * (65536 / kWsThreads / 8 * 8),
+              "setmaxnreg budgets within the registers the CTA starts with");
 using WsRing = Ring<kWsBM, kWsBN, kWsStages>;
 
 // Unit u -> (unit row, N tile): groups of group_m unit rows, walked column by column.
@@ -299,39 +300,15 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // Host side: tensor maps and launches.
 // ---------------------------------------------------------------------------------------
 
-// X [rows, K] row-major bf16 -> boxes of 64 x 128, 128B-swizzled, zero fill outside.
-CUtensorMap make_tensor_map(const bf16* X, int rows, int K) {
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(K), cuuint64_t(rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(K) * 2};  // bytes between rows; a multiple of 16 (K % 8 == 0)
-  const cuuint32_t box[2] = {BK, kBoxRows};
-  const cuuint32_t element_strides[2] = {1, 1};
-  const CUresult r = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(X), dims, strides, box,
-                                    element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw ladder::CudaError("cuTensorMapEncodeTiled failed (error " + std::to_string(int(r)) + ") for a " +
-                            std::to_string(rows) + " x " + std::to_string(K) + " bf16 matrix");
-  return map;
-}
-
-// Encoding is pure host arithmetic but not free; the timed loops call with the same
-// pointers again and again, so the last few maps are kept.
+// X [rows, K] row-major bf16 -> boxes of 64 x kBoxRows (128 bytes wide: one swizzle row),
+// 128B-swizzled, zero fill outside (tc_hopper.h).
 CUtensorMap tensor_map(const bf16* X, int rows, int K) {
-  struct Entry {
-    const bf16* X;
-    int rows, K;
-    CUtensorMap map;
-  };
-  static std::mutex mutex;
-  static Entry cache[8];
-  static int next = 0;
-  std::lock_guard<std::mutex> lock(mutex);
-  for (const Entry& e : cache)
-    if (e.X == X && e.rows == rows && e.K == K) return e.map;
-  Entry& e = cache[next++ % 8];
-  e = {X, rows, K, make_tensor_map(X, rows, K)};
-  return e.map;
+  tc::TensorMapKey key;
+  key.data = X;
+  key.rank = 2;
+  key.dims[0] = std::uint64_t(K), key.dims[1] = std::uint64_t(rows);
+  key.box[0] = BK, key.box[1] = kBoxRows;
+  return tc::tensor_map(key);
 }
 
 template <class Kernel>
@@ -403,14 +380,7 @@ Tiling tiling(Kernel k) {
   return {};
 }
 
-bool compiled_for_sm90a() {
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, wgmma_ws_kernel<1, false>) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return attr.binaryVersion == 90;
-}
+bool compiled_for_sm90a() { return tc::compiled_for_sm90a(reinterpret_cast<const void*>(wgmma_ws_kernel<1, false>)); }
 
 void launch(Kernel k, int M, int N, int K, const bf16* A, const bf16* Bt, float* C, bool fast, const Options& opt,
             cudaStream_t stream) {
@@ -440,20 +410,6 @@ void launch(Kernel k, int M, int N, int K, const bf16* A, const bf16* Bt, float*
       fast ? launch_ws<2, false>(p, true, tmA, tmB, stream) : launch_ws<2, true>(p, true, tmA, tmB, stream);
       break;
   }
-}
-
-// cuTensorMapEncodeTiled is a driver function. Taking it from the runtime at run time
-// (instead of linking libcuda) keeps every binary loadable on machines without a driver.
-PFN_cuTensorMapEncodeTiled_v12000 encode_tiled() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &found));
-    if (found != cudaDriverEntryPointSuccess || f == nullptr)
-      throw ladder::CudaError("cuTensorMapEncodeTiled not found in the CUDA driver (needs driver 12.0 or newer)");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
 }
 
 }  // namespace tcmm::hopper

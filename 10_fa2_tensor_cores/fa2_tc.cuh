@@ -92,15 +92,12 @@ __device__ __forceinline__ void load_tile(std::uint32_t tile, const __nv_bfloat1
   }
 }
 
-// One fp32 per row (L_i, D_i), zeros after n_rows. 4-byte cp.async.
+// One fp32 per row (L_i, D_i), zeros after n_rows. 4-byte cp.async (mma.cuh).
 template <int ROWS>
 __device__ __forceinline__ void load_row_values(float* dst, const float* src, int row0, int n_rows) {
   for (int r = threadIdx.x; r < ROWS; r += blockDim.x) {
     const bool valid = row0 + r < n_rows;
-    const std::uint32_t s = tc::smem_addr(dst + r);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src + (valid ? row0 + r : 0)),
-                 "r"(valid ? 4 : 0)
-                 : "memory");
+    tc::cp_async_4(tc::smem_addr(dst + r), src + (valid ? row0 + r : 0), valid);
   }
 }
 

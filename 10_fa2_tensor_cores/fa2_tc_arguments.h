@@ -1,6 +1,7 @@
 // Argument checks the launchers share: everything that can be wrong is reported as
 // std::invalid_argument before anything is launched (no GPU needed to see the message).
-// Internal to the chapter's .cu files.
+// Internal to the chapter: its launchers and its executable (which refuses bad input before
+// the GPU check, with the launchers' own words).
 #pragma once
 
 #include <climits>

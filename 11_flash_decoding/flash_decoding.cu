@@ -32,6 +32,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "09_tensor_core_matmul/hopper.cuh"
 #include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "10_fa2_tensor_cores/fa2_tc.cuh"
 #include "10_fa2_tensor_cores/fa2_tc.h"
@@ -95,22 +96,6 @@ struct Params {
   int page_shift, max_pages_per_seq, num_pages;  // paged: page_size = 1 << page_shift
   float scale_log2e;
 };
-
-// ---- PTX of programmatic dependent launch (sm_90) ---------------------------------------
-// launch_dependents: this block no longer holds back the next kernel's launch (the combine's
-// blocks may take free SM slots while the last decode blocks run); wait: block until every
-// kernel this one depends on has finished and its writes are visible. Without the launch
-// attribute both are no-ops.
-__device__ __forceinline__ void allow_dependent_launch() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void wait_for_prerequisites() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}
 
 // ---- where a warp's keys come from --------------------------------------------------------
 // Element offset (into K and into V alike) of the first key of each 16-key chunk of a warp step.
@@ -287,7 +272,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) decode_kernel(cons
   const int h_kv = idx % p.H_kv, b = idx / p.H_kv;
   const int seq_len = min(max(p.seq_lens[b], 0), p.max_seq_len);
   const int k0 = split * p.keys_per_split, k1 = min(seq_len, k0 + p.keys_per_split);
-  allow_dependent_launch();
+  tc::griddepcontrol_launch_dependents();
   // A split past this sequence's end has nothing to say; the combine reads only the
   // ceil(seq_len / keys_per_split) splits that exist. (One split: write O = 0, LSE = -inf.)
   if (p.splits > 1 && k0 >= seq_len) return;
@@ -455,7 +440,7 @@ __device__ __forceinline__ float warp_sum(float v) {
 // lane l owning columns [l d/32, (l + 1) d/32). Splits whose LSE_s is -inf weigh 0.
 template <int d>
 __global__ void __launch_bounds__(32 * kCombineWarps) combine_kernel(const __grid_constant__ CombineParams p) {
-  wait_for_prerequisites();  // the decode kernel's partials are complete and visible
+  tc::griddepcontrol_wait();  // the decode kernel's partials are complete and visible
   constexpr int kCols = d / 32;
   const int lane = threadIdx.x % 32;
   const long long row = static_cast<long long>(blockIdx.x) * kCombineWarps + threadIdx.x / 32;

@@ -3,10 +3,11 @@
 // own library, CMakeLists.txt); the kernel body sits inside `#if TC_HOPPER_ENABLED`, and
 // fa3.cpp launches it only on a compute capability 9.0 device.
 //
-// One CTA per (row tile Q_i of B_r = 128 queries, query head). Two consumer warpgroups own
-// 64 rows of Q_i each; per key tile j (B_c = 128 keys):
+// One CTA per row tile Q_i (B_r = 128 queries) of one query head, or, persistent, one CTA per
+// SM walking row tiles. Two consumer warpgroups own 64 rows of Q_i each; per key tile j
+// (B_c = 128 keys):
 //   S = Q_i K_j^T        wgmma, both operands in shared memory (K-major, 128B swizzle)
-//   online softmax       on the accumulator registers (fa3_softmax.cuh), as in chapter 10
+//   online softmax       on the accumulator registers (attention_rows.cuh), as in chapter 10
 //   O_i += P V_j         wgmma with P in registers (the S accumulators rounded in place)
 //                        and V_j in shared memory, read MN-major (bf16) or as Vt (FP8)
 // K_j and V_j arrive by TMA into a ring of kStages stages. K and V have barriers of their
@@ -14,24 +15,23 @@
 // which the eight consumer warps arrive on when they are done with them. K_j is released
 // as soon as S = Q_i K_j^T has finished, a whole P V GEMM before V_j: the producer can
 // refill its slot with K_{j+kStages} early, and the next S never waits for a copy that
-// only started when the last P V ended (round 1's profile: one shared "empty" barrier per
-// stage left the tensor cores idle half of the time).
+// only started when the last P V ended.
 //
-// The steps (fa3.h, Step) are compile-time switches of this one kernel:
-//   Tma       no producer: thread 0 also issues the copies, refilling a stage once both
-//             consumer warpgroups have released it
-//   WarpSpec  + warpgroup 0 is a producer: one elected thread loops over the key tiles,
-//             waiting for free stages; setmaxnreg gives its registers to the consumers
-//   PingPong  + two named barriers pass a "turn" between the consumers: a warpgroup issues
-//             its GEMMs only in its turn, so its softmax runs while the other's GEMMs do
-//   IntraWg   + S_{j+1} = Q_i K_{j+1}^T is issued together with O_i += P_j V_j, and the
-//             softmax of S_{j+1} runs while the tensor cores work on both
-//   Persistent + (dense only) one CTA per SM walks row tiles (i, head) in steps of the grid:
-//             the producer loads the next tile's Q_i, K_j, V_j while the consumers still
-//             finish and store the current one (Q_i has an "empty" barrier of its own, O its
-//             own buffer). Causal keeps one CTA per tile, heaviest first: a static walk
-//             would hand some CTAs more work than others.
-//
+// The kernel is assembled from four parts, and each step of the chapter (fa3.h, Step; the
+// switches are fa3_config.h's Cfg) adds its idea to exactly one of them:
+//   Pipeline        the K/V ring: TMA loads, full/empty barriers, stages and phases
+//                   (Tma: one consumer thread refills a stage once both warpgroups release it)
+//   produce()       the producer warp (WarpSpec: warpgroup 0 only issues TMA, and gives its
+//                   registers to the consumers with setmaxnreg)
+//   Consumer        the main loop of one row tile (consume_tile) and the epilogue (store_o):
+//                   PingPong adds the turn passed between the consumers by named barriers, so
+//                   one's softmax runs while the other's GEMMs do; IntraWg issues
+//                   S_{j+1} = Q_i K_{j+1}^T together with P_j V_j, whose softmax then runs
+//                   while the tensor cores work on both
+//   the scheduler   which row tiles a CTA computes (Persistent: one CTA per SM walks them in
+//                   steps of the grid; the next tile's loads overlap this tile's end and its
+//                   store of O. Causal keeps one CTA per tile, heaviest first: a static walk
+//                   would hand some CTAs more work than others)
 // Key tiles run from the last to the first, as in chapter 10: with causal masking the
 // diagonal tiles (the only ones that pay for the mask) come first.
 #include <cuda_fp8.h>
@@ -39,59 +39,22 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "09_tensor_core_matmul/hopper.cuh"
+#include "09_tensor_core_matmul/tc_hopper.h"
+#include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3_kernel.h"
-#include "fa3_softmax.cuh"
+#include "fa3_rows.cuh"
 #include "launch.h"
-#include "wgmma.cuh"
 
 namespace fa3::detail {
 
 namespace {
 
-using bf16_t = __nv_bfloat16;
-
-// A compiled variant. E = bytes per element; every shared-memory row is 128 bytes (64 bf16
-// or 128 e4m3), 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as
-// d*E/128 "column boxes" of [rows][128 bytes] one after the other.
-template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0>
-struct Cfg {
-  static constexpr int d = d_;
-  static constexpr bool kFp8 = kFp8_;
-  static constexpr Step kStep = kStep_;
-  static constexpr int E = kFp8 ? 1 : 2;
-  static constexpr int B_r = kBr, B_c = kBc;
-  static constexpr bool kProducer = kStep != Step::Tma;
-  static constexpr bool kPingPong = kStep == Step::PingPong || kStep == Step::IntraWg || kStep == Step::Persistent;
-  static constexpr bool kIntraWg = kStep == Step::IntraWg || kStep == Step::Persistent;
-  static constexpr bool kPersistent = kStep == Step::Persistent;
-  static constexpr int kThreads = kProducer ? 384 : 256;
-  static constexpr int kBoxes = d * E / 128;  // column boxes of Q, K (and of V in bf16)
-  static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = B_c * d * E;
-  static constexpr int kStages = kStagesOverride ? kStagesOverride : (kFp8 || d == 64) ? 4 : 2;
-  static constexpr std::size_t kBarrierBytes = 8 * (2 + 4 * kStages);
-  // O leaves through shared memory as bf16 (fa3_softmax.cuh, store): in Q_i's buffer, free
-  // once a warpgroup's last S is done (each warpgroup reads and writes only its own rows of
-  // it); FP8's Q_i is half as large, so O gets a buffer of its own there.
-  static constexpr int kOBytes = B_r * d * 2;
-  // (Persistent: Q_i's buffer already holds the next tile's Q_i then.)
-  static constexpr int kOwnOBytes = kQBytes >= kOBytes && !kPersistent ? 0 : kOBytes;
-  static constexpr std::size_t kSmemBytes =
-      1024 + kQBytes + std::size_t(kStages) * (kKBytes + kVBytes) + kOwnOBytes + kBarrierBytes;
-  // S = Q K^T: k steps of 32 bytes (k16 bf16, k32 e4m3) along each 128-byte row.
-  static constexpr int kSSteps = d * E / 32;
-  // O += P V: k steps along the keys (16 for bf16, 32 for e4m3).
-  static constexpr int kPSteps = kFp8 ? B_c / 32 : B_c / 16;
-  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
-  static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
-  static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
-  static_assert(!kFp8 || d == 128, "FP8 is compiled for d = 128");
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 65536, "the register file holds both roles");
-};
-
-// The shared memory of a CTA: Q_i, then kStages x (K_j, V_j), then (persistent and FP8) a
-// buffer of its own for staging O, then the mbarriers.
+// ---- shared memory -----------------------------------------------------------------------
+// Q_i, then kStages x (K_j, V_j), then (persistent and FP8) a buffer of its own for staging
+// O, then the mbarriers.
 template <class C>
 struct Smem {
   std::uint32_t base;  // 1024-byte aligned (the swizzle repeats every 1024 bytes)
@@ -114,344 +77,430 @@ struct Smem {
   __device__ std::uint32_t v_full(int s) const { return bar(2 + C::kStages + s); }
   __device__ std::uint32_t k_empty(int s) const { return bar(2 + 2 * C::kStages + s); }
   __device__ std::uint32_t v_empty(int s) const { return bar(2 + 3 * C::kStages + s); }
-};
 
-template <class C>
-__global__ void __launch_bounds__(C::kThreads, 1)
-    fa3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-               const __grid_constant__ CUtensorMap tmV, const __grid_constant__ Params p) {
-#if TC_HOPPER_ENABLED
-  constexpr int B_r = C::B_r, B_c = C::B_c, kStages = C::kStages;
-  constexpr int kTurnBarrier = 1;   // named barriers 1, 2: "consumer 0's / 1's turn" (0 is __syncthreads)
-  constexpr int kStoreBarrier = 3;  // 3, 4: consumer 0's / 1's epilogue
-  extern __shared__ unsigned char smem_raw[];
-  const Smem<C> sm(smem_raw);
-  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
-
-  // The row tiles of this CTA: one (blockIdx), or every gridDim.x-th of all when persistent
-  // (dense; consecutive tiles share a head, so the CTAs at work share K, V in L2).
-  const bool persistent = C::kPersistent && !p.causal;
-  const int n_tiles = persistent ? p.T_r * p.heads : 1, tile_stride = persistent ? gridDim.x : 1;
-  const int first_tile = persistent ? blockIdx.x : 0;
-  // Per tile: Q_i's rows and heads; the key tiles this row tile sees, and those below
-  // n_full, which every row sees whole.
-  int i0, head, kv_head, T_c, n_full;
-  auto set_tile = [&](int tile) {
-    // Causal row tiles see more keys the lower they are: the heaviest start first.
-    const int i_tile = persistent ? tile % p.T_r
-                       : p.causal ? p.T_r - 1 - static_cast<int>(blockIdx.x)
-                                  : static_cast<int>(blockIdx.x);
-    i0 = i_tile * B_r;
-    head = persistent ? tile / p.T_r : blockIdx.y;
-    kv_head = head / p.H * p.H_kv + head % p.H / p.group;
-    const int kv_end = p.causal ? max(0, min(p.N_kv, i0 + B_r + p.offset)) : p.N_kv;
-    T_c = (kv_end + B_c - 1) / B_c;
-    n_full = (p.causal ? max(0, min(p.N_kv, i0 + p.offset + 1)) : p.N_kv) / B_c;
-  };
-
-  if (threadIdx.x == 0) {
-    tc::mbarrier_init(sm.q_full(), 1);
-    tc::mbarrier_init(sm.q_empty(), 8);  // the eight consumer warps
-    for (int s = 0; s < kStages; ++s) {
-      tc::mbarrier_init(sm.k_full(s), 1);
-      tc::mbarrier_init(sm.v_full(s), 1);
-      tc::mbarrier_init(sm.k_empty(s), 8);  // the eight consumer warps
-      tc::mbarrier_init(sm.v_empty(s), 8);
+  __device__ void init_barriers() const {  // one thread, before anyone uses them
+    tc::mbarrier_init(q_full(), 1);
+    tc::mbarrier_init(q_empty(), 8);  // the eight consumer warps
+    for (int s = 0; s < C::kStages; ++s) {
+      tc::mbarrier_init(k_full(s), 1);
+      tc::mbarrier_init(v_full(s), 1);
+      tc::mbarrier_init(k_empty(s), 8);
+      tc::mbarrier_init(v_empty(s), 8);
     }
     tc::fence_mbarrier_init();
   }
-  __syncthreads();
+};
 
-  // The copies, issued by one thread. Step `it` of a row tile's loop is key tile T_c - 1 - it;
-  // `g`, the steps of the earlier row tiles of this CTA, continues the ring's stages.
-  auto load_q = [&] {
+// ---- the tile scheduler ------------------------------------------------------------------
+// A row tile: its first query, its head, the KV head it reads, and the key tiles it visits
+// (T_c of them; those below n_full need no mask: attention_rows.cuh).
+struct Tile {
+  int i0, head, kv_head;
+  attn::KeyTiles keys;
+};
+template <class C>
+__device__ __forceinline__ Tile make_tile(int i_tile, int head, const Params& p) {
+  const int i0 = i_tile * C::B_r;
+  return {i0, head, head / p.H * p.H_kv + head % p.H / p.group,
+          attn::key_tiles(i0, C::B_r, C::B_c, p.N_kv, p.offset, p.causal)};
+}
+
+// One row tile per CTA: blockIdx.x the tile, blockIdx.y the head. Causal row tiles see more
+// keys the lower they are: the heaviest start first, so the lightest fill the tail.
+struct SingleTileScheduler {
+  static dim3 grid(const Params& p) { return dim3(p.T_r, p.heads); }
+  __device__ static int first() { return 0; }
+  __device__ static int stride() { return 1; }
+  __device__ static bool done(int t, const Params&) { return t > 0; }
+  template <class C>
+  __device__ static Tile tile(int, const Params& p) {
+    const int i = static_cast<int>(blockIdx.x);
+    return make_tile<C>(p.causal ? p.T_r - 1 - i : i, blockIdx.y, p);
+  }
+};
+// One CTA per SM, walking all T_r * heads row tiles in steps of the grid (consecutive tiles
+// share a head, so the CTAs at work share K and V in L2).
+struct PersistentScheduler {
+  static dim3 grid(const Params& p) {
+    return dim3(std::min<long long>(std::int64_t(p.T_r) * p.heads, ladder::device().sm_count));
+  }
+  __device__ static int first() { return blockIdx.x; }
+  __device__ static int stride() { return gridDim.x; }
+  __device__ static bool done(int t, const Params& p) { return t >= p.T_r * p.heads; }
+  template <class C>
+  __device__ static Tile tile(int t, const Params& p) {
+    return make_tile<C>(t % p.T_r, t / p.T_r, p);
+  }
+};
+
+// ---- the K/V ring ------------------------------------------------------------------------
+// Step `it` of a row tile's loop is key tile T_c - 1 - it. `pos` counts the key tiles this CTA
+// streamed through the ring before the current row tile: a persistent CTA's stages and
+// barrier phases run on from one row tile to the next.
+template <class C>
+struct Pipeline {
+  const Smem<C>& sm;
+  const CUtensorMap *tmQ, *tmK, *tmV;  // the kernel's __grid_constant__ parameters
+  int pos = 0;
+
+  __device__ int stage(int it) const { return (pos + it) % C::kStages; }
+  __device__ std::uint32_t phase(int it) const { return ((pos + it) / C::kStages) & 1; }
+  __device__ void advance(const Tile& t) { pos += t.keys.T_c; }
+
+  // ---- loads, issued by one thread ----
+  __device__ void load_q(const Tile& t) const {
     tc::mbarrier_arrive_expect_tx(sm.q_full(), C::kQBytes);
     for (int b = 0; b < C::kBoxes; ++b)
-      dev::tma_load_3d(sm.Q() + b * B_r * 128, &tmQ, b * 128 / C::E, i0, head, sm.q_full());
-  };
-  int g = 0;
-  auto load_k = [&](int it) {
-    const int s = (g + it) % kStages, j0 = (T_c - 1 - it) * B_c;
+      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.Q() + b * C::B_r * 128, tmQ, b * C::kBoxCols, t.i0, t.head,
+                                                   sm.q_full());
+  }
+  __device__ void load_k(const Tile& t, int it) const {
+    const int s = stage(it), j0 = (t.keys.T_c - 1 - it) * C::B_c;
     tc::mbarrier_arrive_expect_tx(sm.k_full(s), C::kKBytes);
     for (int b = 0; b < C::kBoxes; ++b)
-      dev::tma_load_3d(sm.K(s) + b * B_c * 128, &tmK, b * 128 / C::E, j0, kv_head, sm.k_full(s));
-  };
-  auto load_v = [&](int it) {
-    const int s = (g + it) % kStages, j0 = (T_c - 1 - it) * B_c;
+      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.K(s) + b * C::B_c * 128, tmK, b * C::kBoxCols, j0, t.kv_head,
+                                                   sm.k_full(s));
+  }
+  __device__ void load_v(const Tile& t, int it) const {
+    const int s = stage(it), j0 = (t.keys.T_c - 1 - it) * C::B_c;
     tc::mbarrier_arrive_expect_tx(sm.v_full(s), C::kVBytes);
-    if constexpr (C::kFp8)  // Vt8: d rows of 128 keys (one box)
-      dev::tma_load_3d(sm.V(s), &tmV, j0, 0, kv_head, sm.v_full(s));
+    if constexpr (C::kFp8)  // Vt8: d rows of B_c keys, one box
+      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V(s), tmV, j0, 0, t.kv_head, sm.v_full(s));
     else
       for (int b = 0; b < C::kBoxes; ++b)
-        dev::tma_load_3d(sm.V(s) + b * B_c * 128, &tmV, b * 64, j0, kv_head, sm.v_full(s));
-  };
+        tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V(s) + b * C::B_c * 128, tmV, b * C::kBoxCols, j0, t.kv_head,
+                                                     sm.v_full(s));
+  }
+  // A stage is free once its previous use is released; a fresh barrier's "previous" phase
+  // (parity 1) counts as complete, so the first round passes at once.
+  __device__ void wait_k_free(int it) const { tc::mbarrier_wait(sm.k_empty(stage(it)), phase(it) ^ 1); }
+  __device__ void wait_v_free(int it) const { tc::mbarrier_wait(sm.v_empty(stage(it)), phase(it) ^ 1); }
+  __device__ void wait_q_free(int n) const { tc::mbarrier_wait(sm.q_empty(), (n & 1) ^ 1); }
 
-  if constexpr (C::kProducer) {
-    if (wg == 0) {
-      // ---- producer: one thread waits for free stages and refills them ----
-      tc::setmaxnreg_dec<C::kProducerRegs>();
-      if (t < 32 && tc::elect_one_sync()) {
-        tc::prefetch_tensormap(&tmK);
-        tc::prefetch_tensormap(&tmV);
-        for (int tile = first_tile, n = 0; tile < n_tiles; tile += tile_stride, ++n) {
-          set_tile(tile);
-          // Every slot is free once its previous use is released; the first round passes.
-          // K's slot frees up (S done) before V's (P V done), Q_i's once the last S of the
-          // previous row tile is done: K_0 may go before Q_i.
-          auto next_q = [&] {
-            tc::mbarrier_wait(sm.q_empty(), (n & 1) ^ 1);
-            load_q();
-          };
-          for (int it = 0; it < T_c; ++it) {
-            const int s = (g + it) % kStages, parity = (((g + it) / kStages) & 1) ^ 1;
-            tc::mbarrier_wait(sm.k_empty(s), parity);
-            load_k(it);
-            if (it == 0) next_q();
-            tc::mbarrier_wait(sm.v_empty(s), parity);
-            load_v(it);
-          }
-          if (T_c == 0) next_q();
-          g += T_c;
-        }
+  // ---- the consumers' side ----
+  __device__ void wait_q(int n) const { tc::mbarrier_wait(sm.q_full(), n & 1); }
+  __device__ void wait_k(int it) const { tc::mbarrier_wait(sm.k_full(stage(it)), phase(it)); }
+  __device__ void wait_v(int it) const { tc::mbarrier_wait(sm.v_full(stage(it)), phase(it)); }
+  // The eight consumer warps release K_j once S has finished (and, after the row tile's last
+  // S, Q_i's buffer, which may then take the next tile's Q_i) ...
+  __device__ void release_k(const Tile& t, int it) const {
+    if (threadIdx.x % 32 != 0) return;
+    tc::mbarrier_arrive(sm.k_empty(stage(it)));
+    if (it == t.keys.T_c - 1) tc::mbarrier_arrive(sm.q_empty());
+  }
+  // ... and V_j once P V has. Without a producer (Tma; one row tile, pos = 0), thread 0 then
+  // refills the stage with the key tile kStages ahead, once every warp has released both.
+  __device__ void release_v(const Tile& t, int it) const {
+    const int s = stage(it);
+    if (threadIdx.x % 32 == 0) tc::mbarrier_arrive(sm.v_empty(s));
+    if constexpr (!C::kProducer) {
+      if (threadIdx.x == 0 && it + C::kStages < t.keys.T_c) {
+        tc::mbarrier_wait(sm.k_empty(s), phase(it));
+        tc::mbarrier_wait(sm.v_empty(s), phase(it));
+        load_k(t, it + C::kStages), load_v(t, it + C::kStages);
       }
-      return;
-    }
-    tc::setmaxnreg_inc<C::kConsumerRegs>();
-  } else {
-    set_tile(first_tile);  // (one tile: the steps without a producer are not persistent)
-    if (threadIdx.x == 0) {
-      load_q();
-      for (int it = 0; it < kStages && it < T_c; ++it) load_k(it), load_v(it);
+      __syncwarp();
     }
   }
+};
 
-  // ---- consumers ----
-  const int cw = C::kProducer ? wg - 1 : wg;  // consumer warpgroup 0 or 1: rows 64 cw ..
-  const int warp = t / 32, lane = t % 32;
-  Rows<C::d, C::kFp8> r;
-  float scale_log2e;
+// ---- the producer ------------------------------------------------------------------------
+// One elected thread of warpgroup 0 walks the row tiles and their key tiles, waiting for
+// free stages. K's slot frees up (S done) before V's (P V done), and Q_i's once the last S of
+// the previous row tile is done: K_0 may go before Q_i.
+template <class C, class Sched>
+__device__ void produce(Pipeline<C>& pipe, const Params& p) {
+  for (int t = Sched::first(), n = 0; !Sched::done(t, p); t += Sched::stride(), ++n) {
+    const Tile tile = Sched::template tile<C>(t, p);
+    for (int it = 0; it < tile.keys.T_c; ++it) {
+      pipe.wait_k_free(it);
+      pipe.load_k(tile, it);
+      if (it == 0) pipe.wait_q_free(n), pipe.load_q(tile);
+      pipe.wait_v_free(it);
+      pipe.load_v(tile, it);
+    }
+    if (tile.keys.T_c == 0) pipe.wait_q_free(n), pipe.load_q(tile);
+    pipe.advance(tile);
+  }
+}
 
-  // The turn of ping-pong: consumer cw issues its GEMMs between begin and end. Consumer 1
-  // hands consumer 0 the first turn; consumer 0 takes the turn consumer 1 hands back last.
-  auto turn_begin = [&] {
-    if constexpr (C::kPingPong) dev::named_bar_sync(kTurnBarrier + cw, 256);
+// ---- a consumer warpgroup ----------------------------------------------------------------
+// (wgmma exists only in the sm_90a device pass: TC_HOPPER_ENABLED, hopper.cuh.)
+#if TC_HOPPER_ENABLED
+template <class C>
+struct Consumer {
+  enum : int {
+    kTurnBarrier = 1,   // named barriers 1, 2: "consumer 0's / 1's turn" (0 is __syncthreads)
+    kStoreBarrier = 3,  // 3, 4: consumer 0's / 1's epilogue
   };
-  auto turn_end = [&] {
-    if constexpr (C::kPingPong) dev::named_bar_arrive(kTurnBarrier + (cw ^ 1), 256);
-  };
-  if constexpr (C::kPingPong)
-    if (cw == 1) dev::named_bar_arrive(kTurnBarrier, 256);
+  const Smem<C>& sm;
+  int cw;                               // consumer warpgroup 0 or 1: rows 64 cw .. of the row tile
+  int t;                                // thread in the warpgroup
+  float o[C::d / 2];                    // O_i, unnormalised, in the accumulator layout (columns of d)
+  float s[C::B_c / 2];                  // S (64 x B_c), fp32, then P~ in place
+  std::uint32_t p_frag[C::kPSteps][4];  // P~ as the A operand of O += P V
+  attn::OnlineSoftmax<2> rows;          // m, l, alpha of this thread's two rows
+  float scale_log2e;                    // this row tile's (FP8: times Q's descale)
 
-  // The GEMMs, issued (not waited for). Descriptors: this warpgroup's 64 rows of Q_i; K_j
-  // and V_j of stage s.
-  float s_acc[B_c / 2];  // S (64 x B_c), fp32, then P~ in place
-  std::uint32_t p_frag[C::kPSteps][4];
-  auto issue_s = [&](int s) {
+  // The turn of ping-pong: consumer cw issues its GEMMs between turn_begin and turn_end.
+  // Consumer 1 hands consumer 0 the first turn; consumer 0 takes the turn consumer 1 hands
+  // back last.
+  __device__ void turn_begin() const {
+    if constexpr (C::kPingPong) tc::named_bar_sync(kTurnBarrier + cw, 256);
+  }
+  __device__ void turn_end() const {
+    if constexpr (C::kPingPong) tc::named_bar_arrive(kTurnBarrier + (cw ^ 1), 256);
+  }
+  __device__ void first_turn() const {
+    if constexpr (C::kPingPong)
+      if (cw == 1) tc::named_bar_arrive(kTurnBarrier, 256);
+  }
+  __device__ void last_turn() const {
+    if constexpr (C::kPingPong)
+      if (cw == 0) tc::named_bar_sync(kTurnBarrier, 256);
+  }
+
+  // The GEMMs, issued (not waited for). Descriptors: this warpgroup's 64 rows of Q_i; K_j and
+  // V_j of stage st.
+  __device__ void issue_s(int st) {
     tc::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < C::kSSteps; ++k) {
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
-      const std::uint64_t a = tc::wgmma_desc_sw128(sm.Q() + box * B_r * 128 + cw * 64 * 128 + off);
-      const std::uint64_t b = tc::wgmma_desc_sw128(sm.K(s) + box * B_c * 128 + off);
+      const std::uint64_t a = tc::wgmma_desc_sw128(sm.Q() + box * C::B_r * 128 + cw * 64 * 128 + off);
+      const std::uint64_t b = tc::wgmma_desc_sw128(sm.K(st) + box * C::B_c * 128 + off);
       if constexpr (C::kFp8)
-        dev::wgmma_m64n128k32_ss_e4m3(s_acc, a, b, k > 0);
+        tc::wgmma_m64n128k32_ss_e4m3(s, a, b, k > 0);
       else
-        tc::wgmma_m64n128k16_bf16(s_acc, a, b, k > 0);
+        tc::wgmma_m64n128k16_bf16(s, a, b, k > 0);
     }
     tc::wgmma_commit_group();
-  };
-  auto issue_pv = [&](int s) {
+  }
+  __device__ void issue_pv(int st) {
     tc::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < C::kPSteps; ++k) {
-      if constexpr (C::kFp8) {  // Vt_j: d rows of 128 keys, K-major; the next 32 keys 32 bytes on
-        const std::uint64_t b = tc::wgmma_desc_sw128(sm.V(s) + k * 32);
-        dev::wgmma_m64n128k32_rs_e4m3(r.o, p_frag[k], b, 1);
+      if constexpr (C::kFp8) {  // Vt_j: d rows of B_c keys, K-major; the next 32 keys 32 bytes on
+        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], tc::wgmma_desc_sw128(sm.V(st) + k * 32), 1);
       } else {  // V_j: [keys][d] boxes, MN-major; the next 16 keys 16 rows (2048 bytes) on
-        const std::uint64_t b = dev::desc_mn_sw128(sm.V(s) + k * 16 * 128, B_c * 128);
+        const std::uint64_t b = tc::wgmma_desc_mn_sw128(sm.V(st) + k * 16 * 128, C::B_c * 128);
         if constexpr (C::d == 128)
-          dev::wgmma_m64n128k16_rs_bf16_tb(r.o, p_frag[k], b, 1);
+          tc::wgmma_m64n128k16_rs_bf16_tb(o, p_frag[k], b, 1);
         else
-          dev::wgmma_m64n64k16_rs_bf16_tb(r.o, p_frag[k], b, 1);
+          tc::wgmma_m64n64k16_rs_bf16_tb(o, p_frag[k], b, 1);
       }
     }
     tc::wgmma_commit_group();
-  };
-  // The eight consumer warps release K_j once S has finished and V_j once P V has (one
-  // arrival each); without a producer, thread 0 then refills the stage with the tile
-  // kStages ahead, once the other warps have released both.
-  // After the row tile's last S, Q_i's buffer may take the next tile's Q_i (persistent).
-  auto release_k = [&](int it) {
-    if (lane == 0) tc::mbarrier_arrive(sm.k_empty((g + it) % kStages));
-    if (lane == 0 && it == T_c - 1) tc::mbarrier_arrive(sm.q_empty());
-  };
-  auto release_v = [&](int it) {
-    const int s = (g + it) % kStages;
-    if (lane == 0) tc::mbarrier_arrive(sm.v_empty(s));
-    if constexpr (!C::kProducer) {  // (one row tile: g = 0)
-      if (threadIdx.x == 0 && it + kStages < T_c) {
-        tc::mbarrier_wait(sm.k_empty(s), ((g + it) / kStages) & 1);
-        tc::mbarrier_wait(sm.v_empty(s), ((g + it) / kStages) & 1);
-        load_k(it + kStages), load_v(it + kStages);
-      }
-      __syncwarp();
-    }
-  };
-  // The online softmax of tile `it` (key tile j = T_c - 1 - it): masked only where needed.
-  auto softmax = [&](int it) {
-    const int j = T_c - 1 - it;
-    float sl2e = scale_log2e;
-    if constexpr (C::kFp8) sl2e *= p.descale_k[std::int64_t(kv_head) * p.k_scale_blocks + j];
-    if (j >= n_full)
-      r.template online_softmax<true>(s_acc, sl2e, j * B_c, p);
-    else
-      r.template online_softmax<false>(s_acc, sl2e, j * B_c, p);
-  };
-  auto wait_k = [&](int it) { tc::mbarrier_wait(sm.k_full((g + it) % kStages), ((g + it) / kStages) & 1); };
-  auto wait_v = [&](int it) { tc::mbarrier_wait(sm.v_full((g + it) % kStages), ((g + it) / kStages) & 1); };
+  }
+  // Waits for every GEMM in flight but the newest `kPending`; then their registers may be read.
+  template <int kPending>
+  __device__ void wait_s() {
+    tc::wgmma_wait_group<kPending>();
+    tc::fence_operand(s);
+  }
+  __device__ void wait_pv() {
+    tc::wgmma_wait_group<0>();
+    tc::fence_operand(o);
+    tc::fence_operand(p_frag);
+  }
 
-  for (int tile = first_tile, n = 0; tile < n_tiles; tile += tile_stride, ++n) {
-    set_tile(tile);
-    r.init(i0 + cw * kRowsPerWarpgroup + 16 * warp + lane / 4, lane % 4);
+  // The online softmax of step `it` (key tile j = T_c - 1 - it). Only the tiles at or past
+  // n_full are masked: -inf for keys past N_kv and, causal, after query + offset (a copy of
+  // the softmax of its own, so the unmasked tiles carry no trace of the mask).
+  template <bool kMasked>
+  __device__ void softmax_tile(int i0, int j, float sl2e, const Params& p) {
+    if constexpr (kMasked) {
+      const int row = i0 + cw * C::kRowsPerWarpgroup + 16 * (t / 32) + t % 32 / 4, c = t % 4, col0 = j * C::B_c;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int last = p.causal ? min(p.N_kv - 1, row + 8 * h + p.offset) : p.N_kv - 1;
+#pragma unroll
+        for (int jj = 0; jj < C::B_c / 8; ++jj)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            if (col0 + 8 * jj + 2 * c + e > last) s[4 * jj + 2 * h + e] = -INFINITY;
+      }
+    }
+    rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e);
+  }
+  __device__ void softmax(const Tile& tile, int it, const Params& p) {
+    const int j = tile.keys.T_c - 1 - it;
+    float sl2e = scale_log2e;
+    if constexpr (C::kFp8) sl2e *= p.descale_k[std::int64_t(tile.kv_head) * p.k_scale_blocks + j];
+    if (j >= tile.keys.n_full)
+      softmax_tile<true>(tile.i0, j, sl2e, p);
+    else
+      softmax_tile<false>(tile.i0, j, sl2e, p);
+  }
+  __device__ void rescale_o() { rows.rescale(attn::WgmmaTile<C::d>{o}); }
+
+  // The main loop of one row tile.
+  __device__ void consume_tile(Pipeline<C>& pipe, const Tile& tile, int n, const Params& p) {
+#pragma unroll
+    for (int i = 0; i < C::d / 2; ++i) o[i] = 0.0f;
+    rows.init();
     scale_log2e = p.scale_log2e;
     if constexpr (C::kFp8)  // (the min: a warpgroup whose rows all lie past N has no scale, and stores nothing)
-      scale_log2e *= p.descale_q[std::int64_t(head) * p.q_scale_blocks + min(i0 / 64 + cw, p.q_scale_blocks - 1)];
-    tc::mbarrier_wait(sm.q_full(), n & 1);
+      scale_log2e *=
+          p.descale_q[std::int64_t(tile.head) * p.q_scale_blocks + min(tile.i0 / 64 + cw, p.q_scale_blocks - 1)];
+    const int T_c = tile.keys.T_c;
+    pipe.wait_q(n);
     if constexpr (!C::kIntraWg) {
       for (int it = 0; it < T_c; ++it) {
-        wait_k(it);
+        pipe.wait_k(it);
         turn_begin();
-        issue_s((g + it) % kStages);
+        issue_s(pipe.stage(it));
         turn_end();
-        tc::wgmma_wait_group<0>();
-        tc::fence_operand(s_acc);
-        release_k(it);
-        softmax(it);
-        r.rescale_o();
-        r.to_p(s_acc, p_frag);
-        wait_v(it);
+        wait_s<0>();
+        pipe.release_k(tile, it);
+        softmax(tile, it, p);
+        rescale_o();
+        to_p<C>(s, p_frag);
+        pipe.wait_v(it);
         turn_begin();
-        issue_pv((g + it) % kStages);
+        issue_pv(pipe.stage(it));
         turn_end();
-        tc::wgmma_wait_group<0>();
-        tc::fence_operand(r.o);
-        dev::fence_operand(p_frag);
-        release_v(it);
+        wait_pv();
+        pipe.release_v(tile, it);
       }
     } else if (T_c > 0) {
       // S_0 alone; then per step S_it together with P_{it-1} V_{it-1}; then the last P V.
-      wait_k(0);
+      pipe.wait_k(0);
       turn_begin();
-      issue_s(g % kStages);
+      issue_s(pipe.stage(0));
       turn_end();
-      tc::wgmma_wait_group<0>();
-      tc::fence_operand(s_acc);
-      release_k(0);
-      softmax(0);
-      r.to_p(s_acc, p_frag);
+      wait_s<0>();
+      pipe.release_k(tile, 0);
+      softmax(tile, 0, p);
+      to_p<C>(s, p_frag);
       for (int it = 1; it < T_c; ++it) {
-        wait_k(it);
-        wait_v(it - 1);
+        pipe.wait_k(it);
+        pipe.wait_v(it - 1);
         turn_begin();
-        issue_s((g + it) % kStages);
-        issue_pv((g + it - 1) % kStages);
+        issue_s(pipe.stage(it));
+        issue_pv(pipe.stage(it - 1));
         turn_end();
-        tc::wgmma_wait_group<1>();  // S_it is done; P_{it-1} V_{it-1} may still run
-        tc::fence_operand(s_acc);
-        release_k(it);
-        softmax(it);  // touches neither O_i nor P_{it-1}
-        tc::wgmma_wait_group<0>();
-        tc::fence_operand(r.o);
-        dev::fence_operand(p_frag);
-        release_v(it - 1);
-        r.rescale_o();
-        r.to_p(s_acc, p_frag);
+        wait_s<1>();  // S_it is done; P_{it-1} V_{it-1} may still run
+        pipe.release_k(tile, it);
+        softmax(tile, it, p);  // touches neither O_i nor P_{it-1}
+        wait_pv();
+        pipe.release_v(tile, it - 1);
+        rescale_o();
+        to_p<C>(s, p_frag);
       }
-      wait_v(T_c - 1);
+      pipe.wait_v(T_c - 1);
       turn_begin();
-      issue_pv((g + T_c - 1) % kStages);
+      issue_pv(pipe.stage(T_c - 1));
       turn_end();
-      tc::wgmma_wait_group<0>();
-      tc::fence_operand(r.o);
-      dev::fence_operand(p_frag);
-      release_v(T_c - 1);
+      wait_pv();
+      pipe.release_v(tile, T_c - 1);
     }
-    if (lane == 0 && T_c == 0) tc::mbarrier_arrive(sm.q_empty());  // (no S at all)
-    // In `persistent` the next row tile writes this O buffer again; that is safe only because
-    // every consumer thread passes turn_begin's bar.sync (256 threads) in between, after its
-    // ld.shared of this tile. A persistent variant without ping-pong would need a barrier here.
-    r.store(p, head, sm.O() + cw * kRowsPerWarpgroup * 128, i0 + cw * kRowsPerWarpgroup, t, kStoreBarrier + cw);
-    g += T_c;
+    if (t % 32 == 0 && T_c == 0) tc::mbarrier_arrive(sm.q_empty());  // (no S at all)
   }
-  if constexpr (C::kPingPong)
-    if (cw == 0) dev::named_bar_sync(kTurnBarrier, 256);
+
+  // The epilogue (fa3_rows.cuh). Persistent: the next row tile writes this O buffer again;
+  // that is safe only because every consumer thread passes turn_begin's bar.sync (256
+  // threads) in between, after its ld.shared of this tile. A persistent variant without
+  // ping-pong would need a barrier here.
+  __device__ void store(const Tile& tile, const Params& p) {
+    const int wg_row0 = tile.i0 + cw * C::kRowsPerWarpgroup;
+    store_o<C>(rows, o, p, tile.head, wg_row0 + 16 * (t / 32) + t % 32 / 4, sm.O() + cw * C::kRowsPerWarpgroup * 128,
+               wg_row0, t, kStoreBarrier + cw);
+  }
+};
+#endif  // TC_HOPPER_ENABLED
+
+// ---- the kernel: the parts above, assembled ------------------------------------------------
+template <class C, class Sched>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    fa3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
+               const __grid_constant__ CUtensorMap tmV, const __grid_constant__ Params p) {
+#if TC_HOPPER_ENABLED
+  extern __shared__ unsigned char smem_raw[];
+  const Smem<C> sm(smem_raw);
+  if (threadIdx.x == 0) sm.init_barriers();
+  __syncthreads();
+  Pipeline<C> pipe{sm, &tmQ, &tmK, &tmV};
+  const int wg = threadIdx.x / 128;
+
+  if constexpr (C::kProducer) {
+    if (wg == 0) {
+      tc::setmaxnreg_dec<C::kProducerRegs>();
+      if (threadIdx.x < 32 && tc::elect_one_sync()) {
+        tc::prefetch_tensormap(&tmK);
+        tc::prefetch_tensormap(&tmV);
+        produce<C, Sched>(pipe, p);
+      }
+      return;
+    }
+    tc::setmaxnreg_inc<C::kConsumerRegs>();
+  } else if (threadIdx.x == 0) {  // (no producer: one row tile; thread 0 loads its start)
+    const Tile tile = Sched::template tile<C>(Sched::first(), p);
+    pipe.load_q(tile);
+    for (int it = 0; it < C::kStages && it < tile.keys.T_c; ++it) pipe.load_k(tile, it), pipe.load_v(tile, it);
+  }
+
+  Consumer<C> consumer{sm, C::kProducer ? wg - 1 : wg, static_cast<int>(threadIdx.x % 128)};
+  consumer.first_turn();
+  for (int t = Sched::first(), n = 0; !Sched::done(t, p); t += Sched::stride(), ++n) {
+    const Tile tile = Sched::template tile<C>(t, p);
+    consumer.consume_tile(pipe, tile, n, p);
+    consumer.store(tile, p);
+    pipe.advance(tile);
+  }
+  consumer.last_turn();
 #endif
 }
 
-template <class C>
-void launch_variant(const Maps& m, const Params& p, int heads, cudaStream_t stream) {
-  auto* kernel = fa3_kernel<C>;
+// ---- host side -----------------------------------------------------------------------------
+template <class C, class Sched>
+void launch_kernel(const CUtensorMap& tmQ, const CUtensorMap& tmK, const CUtensorMap& tmV, const Params& p,
+                   cudaStream_t stream) {
+  auto* kernel = fa3_kernel<C, Sched>;
   ladder::allow_dynamic_smem(kernel, C::kSmemBytes, "fa3::forward");
-  ladder::check_grid("fa3::forward", p.T_r, heads);
-  Params q = p;
-  q.heads = heads;
-  dim3 grid(p.T_r, heads);
-  if (C::kPersistent && !p.causal)
-    grid = dim3(std::min<long long>(std::int64_t(p.T_r) * heads, ladder::device().sm_count));
-  fa3_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(m.Q, m.K, m.V, q);
+  const dim3 grid = Sched::grid(p);
+  ladder::check_grid("fa3::forward", grid.x, grid.y);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmK, tmV, p);
   CUDA_CHECK_LAUNCH();
 }
 
-template <int d, bool kFp8>
-void launch_step(Step step, const Maps& m, const Params& p, int heads, cudaStream_t stream) {
-  switch (step) {
-    case Step::Tma: return launch_variant<Cfg<d, kFp8, Step::Tma>>(m, p, heads, stream);
-    case Step::WarpSpec: return launch_variant<Cfg<d, kFp8, Step::WarpSpec>>(m, p, heads, stream);
-    case Step::PingPong: return launch_variant<Cfg<d, kFp8, Step::PingPong>>(m, p, heads, stream);
-    case Step::IntraWg: return launch_variant<Cfg<d, kFp8, Step::IntraWg>>(m, p, heads, stream);
-    case Step::Persistent: return launch_variant<Cfg<d, kFp8, Step::Persistent>>(m, p, heads, stream);
-  }
+// The tensor maps of a variant: 3D (column, row, head) views in its boxes (tc_hopper.h).
+template <class C>
+tc::TensorMapKey map_key(const void* X, std::uint64_t cols, std::uint64_t rows, std::uint64_t heads,
+                         std::uint32_t box_cols, std::uint32_t box_rows) {
+  tc::TensorMapKey k;
+  k.data = X;
+  k.fp8 = C::kFp8;
+  k.rank = 3;
+  k.dims[0] = cols, k.dims[1] = rows, k.dims[2] = heads;
+  k.box[0] = box_cols, k.box[1] = box_rows, k.box[2] = 1;
+  return k;
 }
 
 template <class C>
-Footprint footprint_of() {
-  return {C::kSmemBytes, C::kThreads, C::kStages};
-}
-template <int d, bool kFp8>
-Footprint footprint_of(Step step) {
-  switch (step) {
-    case Step::Tma: {
-      using C = Cfg<d, kFp8, Step::Tma>;
-      return {C::kSmemBytes, C::kThreads, C::kStages};
-    }
-    case Step::Persistent: return footprint_of<Cfg<d, kFp8, Step::Persistent>>();
-    default: return footprint_of<Cfg<d, kFp8, Step::IntraWg>>();
+void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params& p, cudaStream_t stream) {
+  const std::uint64_t d = C::d, N = s.N, N_kv = s.nkv();
+  const CUtensorMap tmQ = tc::tensor_map(map_key<C>(x.Q, d, N, s.heads(), C::kBoxCols, C::B_r));
+  const CUtensorMap tmK = tc::tensor_map(map_key<C>(x.K, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
+  const CUtensorMap tmV =
+      C::kFp8 ? tc::tensor_map(map_key<C>(x.V, fp8_kv_pad(s.nkv()), d, s.kv_heads(), C::B_c, C::d))  // Vt8
+              : tc::tensor_map(map_key<C>(x.V, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
+  if constexpr (C::kPersistent) {
+    if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, p, stream);
   }
+  launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, p, stream);
 }
 
 }  // namespace
 
-Footprint footprint(int d, bool fp8, Step step, int kv_stages) {
-  if (kv_stages == 3) return footprint_of<Cfg<128, false, Step::IntraWg, 3>>();
-  if (fp8) return footprint_of<128, true>(step);
-  return d == 64 ? footprint_of<64, false>(step) : footprint_of<128, false>(step);
-}
-
 bool compiled_for_sm90a() {
-  cudaFuncAttributes attr{};
-  if (cudaFuncGetAttributes(&attr, fa3_kernel<Cfg<128, false, Step::IntraWg>>) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  return attr.binaryVersion == 90;
+  return tc::compiled_for_sm90a(
+      reinterpret_cast<const void*>(fa3_kernel<Cfg<128, false, Step::IntraWg>, SingleTileScheduler>));
 }
 
-void launch(int d, bool fp8, Step step, int kv_stages, const Maps& maps, const Params& p, int heads,
+void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
             cudaStream_t stream) {
-  if (kv_stages == 3) return launch_variant<Cfg<128, false, Step::IntraWg, 3>>(maps, p, heads, stream);
-  if (fp8) return launch_step<128, true>(step, maps, p, heads, stream);
-  if (d == 64) return launch_step<64, false>(step, maps, p, heads, stream);
-  return launch_step<128, false>(step, maps, p, heads, stream);
+  with_cfg(s.d, x.fp8, step, kv_stages, [&](auto c) { launch_cfg<decltype(c)>(s, x, p, stream); });
 }
 
 }  // namespace fa3::detail

@@ -1,24 +1,24 @@
-// Between fa3.cpp (checks, tensor maps) and fa3_forward.cu (the sm_90a kernels): the
-// kernel parameters and the launcher. Internal to the chapter; no CUDA device syntax.
+// Between fa3.cpp (the checks) and fa3_forward.cu (the sm_90a kernels): what a launch is
+// given, and the shared memory and threads of each variant. Internal to the chapter; no
+// CUDA device syntax.
 #pragma once
 
-#include <cuda.h>  // CUtensorMap (a 128-byte struct; nothing from libcuda is linked)
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
+#include "attention_shape.h"
 #include "fa3.h"
+#include "fa3_config.h"
 
 namespace fa3::detail {
 
-// The tile every variant uses: B_r = 128 query rows per CTA (two consumer warpgroups of
-// 64 rows each), B_c = 128 keys per step.
-inline constexpr int kBr = 128, kBc = 128, kRowsPerWarpgroup = 64;
-
+// The kernel's parameters (beside the three tensor maps).
 struct Params {
   int H, H_kv, group, N_q, N_kv, offset;  // offset = N_kv - N_q (the causal diagonal)
   int T_r;                                // row tiles per head
-  int heads;                              // B * H (set by launch)
+  int heads;                              // B * H
   bool causal;
   float scale_log2e;  // bf16: 1/sqrt(d) * log2(e); FP8: times the descales, per tile
   bf16* O;
@@ -28,23 +28,31 @@ struct Params {
   int q_scale_blocks, k_scale_blocks;
 };
 
-struct Maps {
-  CUtensorMap Q, K, V;
+// The operands of one launch: bf16 Q, K, V (fa3.h's layouts) or FP8 Q8, K8, Vt8.
+struct Operands {
+  const void *Q, *K, *V;
+  bool fp8;
 };
 
 // Shared memory and threads per CTA of a variant (for the checks and the CPU model).
 struct Footprint {
   std::size_t smem_bytes;
   int threads, stages;
+  int B_r;  // query rows per row tile
 };
-Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0);
+// Throws std::invalid_argument for a variant that is not compiled (fa3_config.h, with_cfg).
+inline Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0) {
+  return with_cfg(d, fp8, step, kv_stages, [](auto c) {
+    using C = decltype(c);
+    return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r};
+  });
+}
 
 // True when this build holds sm_90a code for the kernels.
 bool compiled_for_sm90a();
 
-// After every check: launches the variant on T_r x (B * H) CTAs.
-// kv_stages: ForwardOptions's (0, or 3 for bf16 d = 128 IntraWg), checked by the caller.
-void launch(int d, bool fp8, Step step, int kv_stages, const Maps& maps, const Params& p, int heads,
+// After every check: builds the tensor maps and launches the variant.
+void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
             cudaStream_t stream);
 
 }  // namespace fa3::detail

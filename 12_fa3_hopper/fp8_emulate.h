@@ -20,13 +20,13 @@
 
 namespace fa3 {
 
-// ---- Bounds (rel L2 of O; chapter-local, the lead may move them to common/compare.h) ------
+// ---- Bounds (rel L2 of O) -------------------------------------------------------------------
 //
 // FP8 kernel vs this model on the same quantised inputs (same bytes, same scales, same B_c
 // and tile order). The model sums in fp64; FP8 wgmma adds its products with ~13 fraction bits
 // (aligned to the largest term, the rest truncated; DeepSeek-V3 report, "increasing
 // accumulation precision"), not fp32's 23. Two consequences, both measured on the H200
-// (round 1, N sweep, uniform inputs, unit logit scale: vs_model = 3.3e-3 at N = 1K ...
+// (N sweep, uniform inputs, unit logit scale: vs_model = 3.3e-3 at N = 1K ...
 // 7.1e-3 at 64K, fitted within 10% by sqrt(a^2 + b^2 N)):
 //  a. S = Q K^T (4 instructions of k = 32 for d = 128) is off by dS ~ 2^-13 of its partial
 //     sums, ~5e-5 at unit scale. A P~ within dS of an e4m3 rounding midpoint rounds to the
@@ -41,8 +41,8 @@ namespace fa3 {
 // point, other seeds, GQA and causal shapes (fewer keys per row: smaller) by less; x2 also
 // stays far below what a real bug gives (a tile visited in another order, or P~ rounded
 // against another running max: independent e4m3 roundings, ~2e-2; an indexing bug O(1)).
-// Not tighter than the measurement allows: the old 5e-3 (x4 over a fp32-accumulation
-// estimate of 1.2e-3) had only 1.3x margin at N = 4K and failed from N = 32K on.
+// Not tighter than the measurement allows: an fp32-accumulation estimate (1.2e-3, x4 = 5e-3)
+// would leave only 1.3x margin at N = 4K and fail from N = 32K on.
 // For unit-scale logits only: a larger logit scale or outlier channels make dS larger
 // (H200: 5-6e-3 at Q x 3, up to 1.4e-2 with outliers): the study reports, the tests do not
 // use those inputs.

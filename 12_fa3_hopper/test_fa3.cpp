@@ -8,8 +8,8 @@
 #include "09_tensor_core_matmul/tc_layout.h"
 #include "attention_test_cases.h"
 #include "fa3.h"
-#include "fa3_problem.h"
 #include "fa3_kernel.h"
+#include "fa3_problem.h"
 #include "fp8_layout.h"
 #include "gtest_helpers.h"
 #include "reference_attention.h"
@@ -34,7 +34,7 @@ using ladder::AttentionShape;
 // per-warp layout as wgmma's A). Checked for every thread, step and register.
 TEST(CpuFa3, Bf16AccumulatorIsTheAFragmentOfPV) {
   for (int t = 0; t < 128; ++t)
-    for (int k = 0; k < fa3::detail::kBc / 16; ++k)
+    for (int k = 0; k < fa3::detail::Cfg<128, false, fa3::kBestStep>::kPSteps; ++k)
       for (int q = 0; q < 4; ++q)
         for (int half = 0; half < 2; ++half) {
           // to_p: a[k][q] = (s[8k + 2q], s[8k + 2q + 1])
@@ -116,6 +116,12 @@ TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {
   EXPECT_THROW(fa3::forward(ok, p, p, p, p, f, {fa3::Step::IntraWg, 3}), std::invalid_argument);  // 3 stages: d=128
   EXPECT_THROW(fa3::forward(attention_shape(1, 1, 1, 64, 64, 128, false), p, p, p, p, f, {fa3::Step::PingPong, 3}),
                std::invalid_argument);  // 3 stages: intrawg only
+  try {                                 // a Step outside the enum names the steps, instead of launching nothing
+    fa3::forward(ok, p, p, p, p, f, {static_cast<fa3::Step>(99), 0});
+    FAIL() << "step 99 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("intrawg"), std::string::npos) << e.what();
+  }
   fa3::Fp8Inputs in{reinterpret_cast<std::uint8_t*>(p),
                     reinterpret_cast<std::uint8_t*>(p),
                     reinterpret_cast<std::uint8_t*>(p),
@@ -240,7 +246,7 @@ TEST(GpuFa3, Fp8MatchesTheReferenceOnItsInputs) {
       const std::string what = std::string(per_block ? "per-block" : "per-tensor") + " scales, " + s.str();
       EXPECT_TRUE(ladder::matches(q.O_host(), ref.O, fa3::kFp8Attention)) << "FP8 O, " << what;
       const ladder::Comparison L = ladder::compare_lse(q.L_host(), ref.L);
-      EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= fa3::kFp8LMaxAbs)
+      EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= fa3::fp8_l_max_abs(1.0))
           << "FP8 L, " << what << ": " << L.str();
     }
 }

@@ -5,13 +5,16 @@
 //   forward, step t: comm    shift K/V: send the shard held now (cur), receive into next;
 //                            next was step t-1's cur, so first wait for compute(t-1)
 //                    compute wait for shift t-1 (it brought cur), then tiles + merges
-//   backward, step t: as the forward for K/V; compute(t) writes its dK/dV contributions to
-//                    a buffer of its own, then waits for the running sums of the shard it
+//   backward, step t: as the forward for K/V; compute(t) adds its dK/dV contributions into
+//                    fp32 sums of its own, then waits for the running sums of the shard it
 //                    holds (the dK/dV shift of step t-1) and adds its part (the `add`); then
 //                    the comm stream passes the sums on, beside compute(t+1) on the next K/V.
 //                    After the last step the sums, complete, go home in bf16: the rounding
 //                    the owner would do anyway, on half the bytes of the one shift that
 //                    nothing can hide.
+// Every partial gradient stays fp32 until that one rounding (fa2tc::backward_accumulate adds
+// into the sums): rounding each tile's share to bf16 first would add one bf16 error per tile,
+// and a share over a few keys can be larger than the whole gradient it cancels into.
 // Double buffers: the shard arriving for step t+1 never lands on the one step t reads.
 #include "ring.h"
 
@@ -36,8 +39,9 @@ struct Ring::RankState {
   DeviceBuffer<bf16> kv_own, dkv_out;  // [K slots | V slots], [dK slots | dV slots]
   DeviceBuffer<bf16> kv_buf[2];        // shards in flight
   DeviceBuffer<bf16> dkv_home;         // the complete sums of the last step, in bf16, on their way home
-  DeviceBuffer<bf16> o_tmp, dq_tmp, dk_tmp, dv_tmp;
-  DeviceBuffer<float> l, l_tmp, o_acc, dq_acc, ws;
+  DeviceBuffer<bf16> o_tmp;            // one tile's forward output
+  DeviceBuffer<float> l, l_tmp, o_acc, dq_acc;
+  DeviceBuffer<float> D;                     // one tile's rowsum(dO * O): the backward's workspace
   DeviceBuffer<float> dkv_buf[2], dkv_step;  // travelling fp32 dK/dV sums, this step's own sums
   cudaStream_t compute = nullptr, comm = nullptr;
   cudaEvent_t start = nullptr, end = nullptr;
@@ -55,28 +59,32 @@ struct Ring::RankState {
 
 namespace {
 enum { kComp = 0, kKv = 1, kAdd = 2, kDkv = 3 };  // the order of RankTimeline's lists
+
+// What the ring takes, resolved (H_kv and N_kv spelled out) as ladder::validate returns it.
+ladder::AttentionShape checked(const ladder::AttentionShape& s) {
+  if (!s.self_attention())
+    throw std::invalid_argument("ring: self-attention only (H_kv = H, N_kv = N); got " + s.str());
+  return ladder::validate(s, fa2tc::kSupportedD, ladder::KvHeads::Any);
 }
+}  // namespace
 
 double Ring::bytes_per_rank(const ladder::AttentionShape& s, const Layout& l) {
   const double E = double(s.heads()) * l.chunk_len() * s.d, R = double(s.heads()) * l.chunk_len(), S = l.slots();
-  ladder::AttentionShape t = s;
-  t.N = l.chunk_len();
   const double bf = 2.0 * (S * E * 4        // q, dO, o, dq
                            + 2 * S * E * 3  // kv_own, dkv_out, dkv_home
                            + 2 * 2 * S * E  // kv_buf
-                           + 4 * E);        // tile scratch
-  const double fp = 4.0 * (S * R + R + 2 * S * E + 3 * 2 * S * E +
-                           double(fa2tc::backward_workspace_floats(t, fa2tc::DqPath::Atomic)));
+                           + E);            // o_tmp
+  const double fp = 4.0 * (S * R + R        // l, l_tmp
+                           + 2 * S * E      // o_acc, dq_acc
+                           + 3 * 2 * S * E  // dkv_buf, dkv_step
+                           + R);            // D
   return bf + fp;
 }
 
 Ring::Ring(const ladder::AttentionShape& s, Sharding sharding, Transport& transport)
-    : s_(s), layout_(make_layout(s.N, transport.ranks(), sharding)), transport_(transport) {
-  if (!s.self_attention())
-    throw std::invalid_argument("ring: self-attention only (H_kv = H, N_kv = N); got " + s.str());
-  ladder::validate(s, fa2tc::kSupportedD, ladder::KvHeads::Any);
+    : s_(checked(s)), layout_(make_layout(s_.N, transport.ranks(), sharding)), transport_(transport) {
   const int P = layout_.P;
-  const double need = bytes_per_rank(s, layout_);
+  const double need = bytes_per_rank(s_, layout_);
   for (int r = 0; r < P; ++r) {
     CUDA_CHECK(cudaSetDevice(transport.device(r)));
     std::size_t free_b = 0, total_b = 0;
@@ -85,15 +93,13 @@ Ring::Ring(const ladder::AttentionShape& s, Sharding sharding, Transport& transp
     const double here =
         transport.device(r) == transport.device(0) && transport.device(P - 1) == transport.device(0) ? need * P : need;
     if (here > double(free_b))
-      throw std::invalid_argument("ring: " + s.str() + " over P = " + std::to_string(P) + " (" + name(sharding) +
+      throw std::invalid_argument("ring: " + s_.str() + " over P = " + std::to_string(P) + " (" + name(sharding) +
                                   ") needs " + std::to_string(here / 1e9) + " GB on device " +
                                   std::to_string(transport.device(r)) + "; " + std::to_string(free_b / 1e9) +
                                   " GB are free");
   }
   const std::size_t E = chunk_elems(), R = chunk_rows();
   const int S = layout_.slots();
-  ladder::AttentionShape t = s;
-  t.N = layout_.chunk_len();
   for (int r = 0; r < P; ++r) {
     auto st = std::make_unique<RankState>();
     st->dev = transport.device(r);
@@ -107,11 +113,10 @@ Ring::Ring(const ladder::AttentionShape& s, Sharding sharding, Transport& transp
       b = DeviceBuffer<bf16>(2 * S * E);
       CUDA_CHECK(cudaMemset(b.data(), 0, b.bytes()));  // finite data for Phase::ComputeOnly
     }
-    st->o_tmp = DeviceBuffer<bf16>(E), st->dq_tmp = DeviceBuffer<bf16>(E);
-    st->dk_tmp = DeviceBuffer<bf16>(E), st->dv_tmp = DeviceBuffer<bf16>(E);
+    st->o_tmp = DeviceBuffer<bf16>(E);
     st->l = DeviceBuffer<float>(S * R), st->l_tmp = DeviceBuffer<float>(R);
     st->o_acc = DeviceBuffer<float>(S * E), st->dq_acc = DeviceBuffer<float>(S * E);
-    st->ws = DeviceBuffer<float>(fa2tc::backward_workspace_floats(t, fa2tc::DqPath::Atomic));
+    st->D = DeviceBuffer<float>(R);
     for (auto& b : st->dkv_buf) b = DeviceBuffer<float>(2 * S * E);
     st->dkv_step = DeviceBuffer<float>(2 * S * E);
     // Blocking streams: they wait for the legacy default stream, so inputs written there
@@ -158,13 +163,6 @@ float* Ring::L(int r) { return ranks_.at(r)->l.data(); }
 bf16* Ring::dQ(int r) { return ranks_.at(r)->dq.data(); }
 bf16* Ring::dK(int r) { return ranks_.at(r)->dkv_out.data(); }
 bf16* Ring::dV(int r) { return ranks_.at(r)->dkv_out.data() + layout_.slots() * chunk_elems(); }
-
-ladder::AttentionShape Ring::tile_shape(TileMask mask) const {
-  ladder::AttentionShape t = s_;
-  t.N = layout_.chunk_len();
-  t.causal = mask == TileMask::Diagonal;
-  return t;
-}
 
 void Ring::begin(int r) {
   RankState& st = *ranks_[r];
@@ -228,7 +226,7 @@ void Ring::forward(Phase phase) {
         for (const Tile& tile : tiles(layout_, s_.causal, r, t)) {
           const bf16* K_j = st.kv_at(t) + tile.k_slot * E;
           const bf16* V_j = K_j + S * E;
-          fa2tc::forward(tile_shape(tile.mask), st.q.data() + tile.q_slot * E, K_j, V_j, st.o_tmp.data(),
+          fa2tc::forward(tile_shape(s_, layout_, tile.mask), st.q.data() + tile.q_slot * E, K_j, V_j, st.o_tmp.data(),
                          st.l_tmp.data(), st.compute);
           merge(st.o_acc.data() + tile.q_slot * E, st.l.data() + tile.q_slot * R, st.o_tmp.data(), st.l_tmp.data(),
                 std::int64_t(R), s_.d, st.compute);
@@ -268,12 +266,10 @@ void Ring::backward(Phase phase) {
           const std::size_t qo = tile.q_slot * E, ko = tile.k_slot * E;
           const bf16* K_j = st.kv_at(t) + ko;
           const bf16* V_j = K_j + S * E;
-          fa2tc::backward(tile_shape(tile.mask), st.q.data() + qo, K_j, V_j, st.o.data() + qo,
-                          st.l.data() + tile.q_slot * R, st.dO.data() + qo, st.dq_tmp.data(), st.dk_tmp.data(),
-                          st.dv_tmp.data(), st.ws.data(), fa2tc::DqPath::Atomic, st.compute);
-          accumulate(st.dq_acc.data() + qo, st.dq_tmp.data(), std::int64_t(E), st.compute);
-          accumulate(sums + ko, st.dk_tmp.data(), std::int64_t(E), st.compute);
-          accumulate(sums + S * E + ko, st.dv_tmp.data(), std::int64_t(E), st.compute);
+          // dQ straight into the rank's fp32 sum, dK and dV into this step's: no rounding here.
+          fa2tc::backward_accumulate(tile_shape(s_, layout_, tile.mask), st.q.data() + qo, K_j, V_j, st.o.data() + qo,
+                                     st.l.data() + tile.q_slot * R, st.dO.data() + qo, st.dq_acc.data() + qo, sums + ko,
+                                     sums + S * E + ko, st.D.data(), st.compute);
         }
       }
       st.mark(kComp, t, st.compute, false);

@@ -2,10 +2,12 @@
 // keeps its Q chunks and passes its K/V shard around the ring on a communication stream
 // while it computes with the shard it holds (chapter 10's bf16 kernels, one call per tile);
 // the partial outputs merge by their log-sum-exp (ring_sim.h, merge_lse). Backward: dK/dV
-// ride with their K/V shard (one extra hop brings them home), dQ stays local.
+// ride with their K/V shard (one extra hop brings them home), dQ stays local; every tile's
+// share is summed in fp32 and the gradients are rounded to bf16 once.
 //
 // Per rank, slot after slot, each chunk packed as [B, H, C, d] bf16 (L: [B, H, C] fp32),
-// on the rank's device (transport.device(r)). Self-attention only (H_kv = H, N_kv = N).
+// on the rank's device (transport.device(r)). Self-attention only (H_kv = H, N_kv = N): every
+// rank's queries see every rank's keys.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -43,14 +45,16 @@ struct RankTimeline {
 
 class Ring {
  public:
-  // Allocates every rank's buffers on its device (refused, before allocating, when they
-  // do not fit: std::invalid_argument with the numbers).
+  // Validates s and keeps it resolved (ladder::validate: H_kv and N_kv spelled out), then
+  // allocates every rank's buffers on its device. std::invalid_argument, before any CUDA
+  // call, for what the ring does not take (GQA, N_kv != N, d outside chapter 10's, an N the
+  // layout cannot cut); before allocating, when the buffers do not fit (with the numbers).
   Ring(const ladder::AttentionShape& s, Sharding sharding, Transport& transport);
   ~Ring();
   Ring(const Ring&) = delete;
   Ring& operator=(const Ring&) = delete;
 
-  const ladder::AttentionShape& shape() const { return s_; }
+  const ladder::AttentionShape& shape() const { return s_; }  // the whole sequence, resolved
   const Layout& layout() const { return layout_; }
   int ranks() const { return layout_.P; }
   int device(int rank) const;
@@ -84,7 +88,6 @@ class Ring {
   Transport& transport_;
   std::vector<std::unique_ptr<RankState>> ranks_;
   std::vector<cudaStream_t> comm_streams_;
-  ladder::AttentionShape tile_shape(TileMask mask) const;
   void begin(int r);
   void end_run(int r);
   // One shift of the ring on every rank's comm stream, marked as `which` at step t: rank r's

@@ -3,8 +3,8 @@
 #include "attention_inputs.h"
 #include "bf16.h"
 #include "cuda_check.h"
+#include "device_random.h"
 #include "reference_attention.h"
-#include "ring_kernels.h"
 
 namespace ring {
 
@@ -86,25 +86,37 @@ RingOutputs download(Ring& ring, bool with_grads) {
   return out;
 }
 
+void upload_forward(Ring& ring, const std::vector<float>& O, const std::vector<float>& L) {
+  const auto& s = ring.shape();
+  const Layout& l = ring.layout();
+  for (int r = 0; r < ring.ranks(); ++r) {
+    CUDA_CHECK(cudaSetDevice(ring.device(r)));
+    put(ring.O(r), scatter(O, s, l, r, s.d));
+    const std::vector<float> part = scatter(L, s, l, r, 1);
+    CUDA_CHECK(cudaMemcpy(ring.L(r), part.data(), part.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+}
+
 void fill_random(Ring& ring, std::uint64_t seed) {
-  const std::int64_t n = ring.layout().slots() * std::int64_t(ring.chunk_elems());
+  const std::size_t n = ring.layout().slots() * ring.chunk_elems();
   for (int r = 0; r < ring.ranks(); ++r) {
     CUDA_CHECK(cudaSetDevice(ring.device(r)));
     const std::uint64_t base = seed + 16ull * r;
-    fill_uniform(ring.Q(r), n, base, nullptr);
-    fill_uniform(ring.K(r), n, base + 1, nullptr);
-    fill_uniform(ring.V(r), n, base + 2, nullptr);
-    fill_uniform(ring.dO(r), n, base + 3, nullptr);
+    ladder::fill_uniform_device(ring.Q(r), n, base);
+    ladder::fill_uniform_device(ring.K(r), n, base + 1);
+    ladder::fill_uniform_device(ring.V(r), n, base + 2);
+    ladder::fill_uniform_device(ring.dO(r), n, base + 3);
     CUDA_CHECK(cudaDeviceSynchronize());
   }
 }
 
-RingCheck check_against_reference(const ladder::AttentionShape& s, Sharding sharding, Transport& transport,
+RingCheck check_against_reference(const ladder::AttentionShape& shape, Sharding sharding, Transport& transport,
                                   std::uint64_t seed) {
+  Ring ring(shape, sharding, transport);
+  const ladder::AttentionShape& s = ring.shape();  // validated and resolved
   const ladder::AttentionInputs x = ladder::random_attention_inputs(s, seed, true);
   const std::vector<float> Q = ladder::round_to_bf16(x.Q), K = ladder::round_to_bf16(x.K),
                            V = ladder::round_to_bf16(x.V), dO = ladder::round_to_bf16(x.dO);
-  Ring ring(s, sharding, transport);
   upload(ring, Q, K, V, dO);
   ring.forward();
   ring.backward();

@@ -27,6 +27,8 @@ struct RingOutputs {
 void upload(Ring& ring, const std::vector<float>& Q, const std::vector<float>& K, const std::vector<float>& V,
             const std::vector<float>& dO);
 RingOutputs download(Ring& ring, bool with_grads);
+// Writes a forward's O and L (whole sequence) into the ring, for a backward on its own.
+void upload_forward(Ring& ring, const std::vector<float>& O, const std::vector<float>& L);
 // Fills every rank's inputs with uniform [-1, 1) on its device (the timed runs).
 void fill_random(Ring& ring, std::uint64_t seed);
 

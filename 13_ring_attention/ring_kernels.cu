@@ -46,26 +46,10 @@ __global__ void to_bf16_kernel(const float* x, __nv_bfloat16* y, std::int64_t n)
     y[i] = __float2bfloat16_rn(x[i]);
 }
 
-template <class T>
-__global__ void accumulate_kernel(float* acc, const T* x, std::int64_t n) {
+__global__ void accumulate_kernel(float* acc, const float* x, std::int64_t n) {
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += std::int64_t(gridDim.x) * blockDim.x)
-    acc[i] += static_cast<float>(x[i]);
-}
-
-__device__ std::uint64_t splitmix64(std::uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-__global__ void fill_uniform_kernel(__nv_bfloat16* x, std::int64_t n, std::uint64_t seed) {
-  for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += std::int64_t(gridDim.x) * blockDim.x) {
-    const std::uint64_t h = splitmix64(seed * 0x2545f4914f6cdd1dull + std::uint64_t(i));
-    x[i] = __float2bfloat16_rn(float(h >> 40) * (2.0f / 16777216.0f) - 1.0f);  // 24 bits -> [-1, 1)
-  }
+    acc[i] += x[i];
 }
 
 }  // namespace
@@ -92,24 +76,10 @@ void to_bf16(const float* x, bf16* y, std::int64_t n, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-void accumulate(float* acc, const bf16* x, std::int64_t n, cudaStream_t stream) {
-  ladder::check_pointers("ring::accumulate", {{"acc", acc}, {"x", x}}, 2);
-  if (n <= 0) return;
-  accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, x, n);
-  CUDA_CHECK_LAUNCH();
-}
-
 void accumulate(float* acc, const float* x, std::int64_t n, cudaStream_t stream) {
   ladder::check_pointers("ring::accumulate", {{"acc", acc}, {"x", x}}, 4);
   if (n <= 0) return;
   accumulate_kernel<<<blocks_for(n), kThreads, 0, stream>>>(acc, x, n);
-  CUDA_CHECK_LAUNCH();
-}
-
-void fill_uniform(bf16* x, std::int64_t n, std::uint64_t seed, cudaStream_t stream) {
-  ladder::check_pointers("ring::fill_uniform", {{"x", x}}, 2);
-  if (n <= 0) return;
-  fill_uniform_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, n, seed);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -18,10 +18,6 @@ void merge(float* O_acc, float* L_acc, const bf16* O_s, const float* L_s, std::i
            cudaStream_t stream);
 void fill(float* x, std::int64_t n, float value, cudaStream_t stream);
 void to_bf16(const float* x, bf16* y, std::int64_t n, cudaStream_t stream);
-void accumulate(float* acc, const bf16* x, std::int64_t n, cudaStream_t stream);  // acc += x
-void accumulate(float* acc, const float* x, std::int64_t n, cudaStream_t stream);
-// Uniform in [-1, 1), a hash of (seed, index): the large inputs of the timed runs are made
-// on the device (uploading gigabytes would take longer than the run).
-void fill_uniform(bf16* x, std::int64_t n, std::uint64_t seed, cudaStream_t stream);
+void accumulate(float* acc, const float* x, std::int64_t n, cudaStream_t stream);  // acc += x
 
 }  // namespace ring

@@ -41,6 +41,12 @@ std::vector<Tile> tiles(const Layout& layout, bool causal, int rank, int step) {
   return out;
 }
 
+ladder::AttentionShape tile_shape(const ladder::AttentionShape& whole, const Layout& layout, TileMask mask) {
+  ladder::AttentionShape t = whole.with_lengths(layout.chunk_len(), layout.chunk_len());
+  t.causal = mask == TileMask::Diagonal;
+  return t;
+}
+
 double step_work(const Layout& layout, bool causal, int rank, int step) {
   double w = 0.0;
   for (const Tile& t : tiles(layout, causal, rank, step)) w += t.mask == TileMask::Full ? 1.0 : 0.5;

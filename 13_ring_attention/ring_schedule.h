@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "attention_shape.h"
+
 namespace ring {
 
 enum class Sharding { Plain, Zigzag };
@@ -48,6 +50,11 @@ struct Tile {
   TileMask mask;
 };
 std::vector<Tile> tiles(const Layout& layout, bool causal, int rank, int step);
+
+// The attention problem of one tile: C queries against C keys of the whole sequence's shape,
+// causal on the diagonal only. Both lengths are named (with_lengths): a whole-sequence N_kv
+// that survived into a tile would send the kernels past the chunk's keys.
+ladder::AttentionShape tile_shape(const ladder::AttentionShape& whole, const Layout& layout, TileMask mask);
 
 // (query, key) pairs a tile covers, in units of C^2 (full 1, diagonal 1/2: the FLOP
 // convention of common/work.h), summed over a rank's tiles of one step.

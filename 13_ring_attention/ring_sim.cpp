@@ -59,15 +59,20 @@ void tile_backward(const ladder::AttentionShape& s, int C, TileMask mask, const 
 
 }  // namespace
 
-SimResult simulate(const ladder::AttentionShape& s, int P, Sharding sharding, const std::vector<float>& Q,
+SimResult simulate(const ladder::AttentionShape& whole, int P, Sharding sharding, const std::vector<float>& Q,
                    const std::vector<float>& K, const std::vector<float>& V, const std::vector<float>* dO) {
-  if (!s.self_attention())
-    throw std::invalid_argument("ring: self-attention only (H_kv = H, N_kv = N); got " + s.str());
+  if (!whole.self_attention())
+    throw std::invalid_argument("ring: self-attention only (H_kv = H, N_kv = N); got " + whole.str());
+  if (whole.B < 1 || whole.H < 1 || whole.d < 1)
+    throw std::invalid_argument("ring: B, H and d must be >= 1; got " + whole.str());
+  const ladder::AttentionShape s = whole.resolved();
   const Layout l = make_layout(s.N, P, sharding);
+  const std::size_t need = s.elems();
+  if (Q.size() != need || K.size() != need || V.size() != need || (dO && dO->size() != need))
+    throw std::invalid_argument("ring: Q, K, V (and dO) must hold B*H*N*d = " + std::to_string(need) +
+                                " values each for " + s.str());
   const int C = l.chunk_len(), S = l.slots(), d = s.d;
   const std::size_t E = s.heads() * C * d, R = s.heads() * C;
-  ladder::AttentionShape tile_shape = s;
-  tile_shape.N = C;
 
   // Each rank's own chunks, and the shard it holds now (its own at step 0).
   std::vector<std::vector<Tensor>> q(P), o(P), lse(P);
@@ -91,9 +96,9 @@ SimResult simulate(const ladder::AttentionShape& s, int P, Sharding sharding, co
   for (int t = 0; t < P; ++t) {
     for (int r = 0; r < P; ++r)
       for (const Tile& tile : tiles(l, s.causal, r, t)) {
-        tile_shape.causal = tile.mask == TileMask::Diagonal;
-        const ladder::AttentionForward part = ladder::attention_forward_reference(
-            tile_shape, q[r][tile.q_slot].data(), held[r].K[tile.k_slot].data(), held[r].V[tile.k_slot].data());
+        const ladder::AttentionForward part =
+            ladder::attention_forward_reference(tile_shape(s, l, tile.mask), q[r][tile.q_slot].data(),
+                                                held[r].K[tile.k_slot].data(), held[r].V[tile.k_slot].data());
         for (std::size_t row = 0; row < R; ++row)
           merge_lse(&o[r][tile.q_slot][row * d], lse[r][tile.q_slot][row], &part.O[row * d], part.L[row], d);
       }

@@ -32,8 +32,9 @@ struct SimResult {
 };
 
 // Runs the ring forward (and, given dO, the backward: dK/dV travel with their K/V shard,
-// dQ stays) for self-attention (H_kv = H, N_kv = N) with s.N tokens over P ranks.
-// Throws std::invalid_argument when the layout refuses N (make_layout).
+// dQ stays) for self-attention (H_kv = H, N_kv = N, either may be written out) with s.N
+// tokens over P ranks. Throws std::invalid_argument for any other shape, an N the layout
+// refuses (make_layout), or inputs that do not hold B*H*N*d values.
 SimResult simulate(const ladder::AttentionShape& s, int P, Sharding sharding, const std::vector<float>& Q,
                    const std::vector<float>& K, const std::vector<float>& V, const std::vector<float>* dO = nullptr);
 

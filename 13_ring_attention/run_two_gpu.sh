@@ -47,17 +47,17 @@ step tests 120 "$BIN/13_ring_attention_test" --gtest_filter='Gpu*:*/Gpu*' --gtes
 # 2. Weak scaling, 2 x 65536 tokens, B=1 H=8 d=128: dense plain (the headline), causal zigzag, causal plain;
 #    overlap at 2 x 8192 (both / compute only / comm only, and from the timeline); then one causal zigzag
 #    run of 2^20 tokens in all, forward and backward, timed once.
-step weak 420 "$BIN/13_ring_attention" --P 2 --transport nccl --n 65536 --weak --repeats 5 --million 1048576 \
+step weak 420 "$BIN/13_ring_attention" --P 2 --transport nccl --N 131072 --weak --repeats 5 --million 1048576 \
   --csv "$OUT/ring_nccl.csv" --timeline "$OUT/timeline_nccl.csv" --json "$OUT/bench/13_ring_attention.summary.json"
 grep -E "PASS|FAIL" "$OUT/weak.log" | tail -n 1
 # 3. The benchmark (both transports; the NCCL ring beside one GPU at its share).
-step bench 240 "$BIN/13_ring_attention_bench" --benchmark_min_time=0.2s \
+step bench 240 "$BIN/13_ring_attention_bench" \
   --benchmark_out="$OUT/bench/13_ring_attention.json" --benchmark_out_format=json
 # 4. An Nsight Systems timeline of the overlap runs (if nsys is there): NCCL kernels on the comm stream
 #    beside the attention kernels. Only the summary text comes back (the .nsys-rep can be large).
 if command -v nsys >/dev/null; then
   step nsys 180 nsys profile -t cuda,nvtx -o "$OUT/ring_nsys" --force-overwrite true \
-    "$BIN/13_ring_attention" --P 2 --transport nccl --n 8192 --repeats 2
+    "$BIN/13_ring_attention" --P 2 --transport nccl --N 16384 --repeats 2
   step nsys_stats 60 nsys stats --report cuda_gpu_trace --format csv -o "$OUT/ring_nsys" "$OUT/ring_nsys.nsys-rep"
   rm -f "$OUT/ring_nsys.nsys-rep" "$OUT/ring_nsys.sqlite"
 fi

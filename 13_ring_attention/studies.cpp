@@ -7,8 +7,8 @@
 
 #include "cuda_check.h"
 #include "device_buffer.h"
+#include "device_random.h"
 #include "fa2_tc.h"
-#include "ring_kernels.h"
 #include "timing.h"
 #include "work.h"
 
@@ -39,10 +39,10 @@ struct Single {
         dV(s.kv_elems()),
         L(s.rows()),
         ws(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic)) {
-    fill_uniform(Q.data(), std::int64_t(Q.size()), 11, nullptr);
-    fill_uniform(K.data(), std::int64_t(K.size()), 12, nullptr);
-    fill_uniform(V.data(), std::int64_t(V.size()), 13, nullptr);
-    fill_uniform(dO.data(), std::int64_t(dO.size()), 14, nullptr);
+    ladder::fill_uniform_device(Q.data(), Q.size(), 11);
+    ladder::fill_uniform_device(K.data(), K.size(), 12);
+    ladder::fill_uniform_device(V.data(), V.size(), 13);
+    ladder::fill_uniform_device(dO.data(), dO.size(), 14);
     CUDA_CHECK(cudaDeviceSynchronize());
   }
   void forward() { fa2tc::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data()); }
@@ -72,15 +72,14 @@ LimitStudy limit_study(const ladder::AttentionShape& base, const std::vector<int
   out << "single-GPU limit, chapter 10 (" << base.str() << " at each N), atomic dQ path\n";
   out << "       N   fwd ms   bwd ms  fwd TF/s  bwd TF/s  fwd ns/token  bwd ns/token  model MB  measured MB\n";
   for (int N : Ns) {
-    ladder::AttentionShape s = base;
-    s.N = N;
+    const ladder::AttentionShape s = base.with_lengths(N, N);
     const MemoryModel m = memory_model(s, 0);
     const double before = double(free_bytes());
     Single one(s);
     const double measured = before - double(free_bytes());
     // The largest sizes take seconds: one warm-up and one or two timed runs there.
     const int repeats = N <= 65536 ? 5 : (N <= 262144 ? 2 : 1);
-    const ladder::TimingOptions opt{1, repeats, false};
+    const ladder::TimingOptions opt{repeats, false};
     const double f = ladder::time_gpu([&] { one.forward(); }, opt).median_ms;
     one.forward();
     const double b = ladder::time_gpu([&] { one.backward(); }, opt).median_ms;
@@ -131,7 +130,7 @@ void write_limit_csv(const std::string& path, const LimitStudy& study) {
 SingleTimes time_single(const ladder::AttentionShape& s, int repeats) {
   CUDA_CHECK(cudaSetDevice(0));
   Single one(s);
-  const ladder::TimingOptions opt{1, repeats, false};
+  const ladder::TimingOptions opt{repeats, false};
   SingleTimes t;
   t.fwd_ms = ladder::time_gpu([&] { one.forward(); }, opt).median_ms;
   one.forward();
@@ -141,15 +140,22 @@ SingleTimes time_single(const ladder::AttentionShape& s, int repeats) {
 
 RingTimes time_ring(Ring& ring, int repeats, bool with_backward, bool phases) {
   RingTimes t;
+  // The ring drives several streams (and, over NCCL, several GPUs): each repeat is timed by
+  // the ranks' own events (Ring::elapsed_ms), after the same warm-up as ladder::time_gpu.
   auto run = [&](bool backward, Phase phase, int n) {
-    std::vector<double> ms;
-    for (int i = 0; i < n + 1; ++i) {  // the first is the warm-up
+    auto once = [&] {
       if (backward)
         ring.backward(phase);
       else
         ring.forward(phase);
       ring.synchronize();
-      if (i > 0) ms.push_back(ring.elapsed_ms());
+      CUDA_CHECK(cudaSetDevice(ring.device(0)));  // warm_up's events live on rank 0's device
+    };
+    ladder::warm_up(once, ladder::warmup_ms());
+    std::vector<double> ms;
+    for (int i = 0; i < n; ++i) {
+      once();
+      ms.push_back(ring.elapsed_ms());
     }
     return ladder::summarise(ms).median_ms;  // the harness's median, as time_gpu reports it
   };

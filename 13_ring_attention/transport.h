@@ -34,12 +34,14 @@ class Transport {
   virtual void shift(const std::vector<std::vector<Message>>& msgs, const std::vector<cudaStream_t>& streams) = 0;
 };
 
+// P virtual ranks on `device`. Throws std::invalid_argument, before any CUDA call, for P < 1
+// or a device that is not there (no GPU at all included).
 std::unique_ptr<Transport> make_loopback_transport(int P, int device = 0);
 
 // True when the chapter was built with NCCL (CMake found nccl.h and libnccl).
 bool nccl_built();
-// P ranks on devices 0..P-1. Throws std::invalid_argument when NCCL is not built in or
-// fewer than P GPUs are visible.
+// P ranks on devices 0..P-1. Throws std::invalid_argument for P < 1, when NCCL is not built
+// in, or when fewer than P GPUs are visible.
 std::unique_ptr<Transport> make_nccl_transport(int P);
 
 int visible_gpus();  // 0 without a driver or device

@@ -15,7 +15,6 @@ namespace {
 class Loopback final : public Transport {
  public:
   Loopback(int P, int dev) : P_(P), dev_(dev), ready_(P) {
-    if (P < 1) throw std::invalid_argument("loopback transport: P must be >= 1");
     CUDA_CHECK(cudaSetDevice(dev_));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (cudaEvent_t& e : ready_) CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -60,7 +59,15 @@ class Loopback final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_loopback_transport(int P, int device) { return std::make_unique<Loopback>(P, device); }
+std::unique_ptr<Transport> make_loopback_transport(int P, int device) {
+  // Checked before anything is sized by P or any CUDA call is made.
+  if (P < 1) throw std::invalid_argument("loopback transport: P = " + std::to_string(P) + " ranks; P must be >= 1");
+  const int n = visible_gpus();
+  if (device < 0 || device >= n)
+    throw std::invalid_argument("loopback transport: device " + std::to_string(device) + " of " + std::to_string(n) +
+                                " visible GPU(s)" + (n == 0 ? " (no GPU: the CPU simulator runs without one)" : ""));
+  return std::make_unique<Loopback>(P, device);
+}
 
 int visible_gpus() {
   int n = 0;

@@ -66,8 +66,9 @@ class Nccl final : public Transport {
 bool nccl_built() { return true; }
 
 std::unique_ptr<Transport> make_nccl_transport(int P) {
+  if (P < 1) throw std::invalid_argument("nccl transport: P = " + std::to_string(P) + " ranks; P must be >= 1");
   const int n = visible_gpus();
-  if (P < 1 || P > n)
+  if (P > n)
     throw std::invalid_argument("nccl transport: P = " + std::to_string(P) + " ranks need P GPUs; " +
                                 std::to_string(n) + " visible (use the loopback transport on one GPU)");
   return std::make_unique<Nccl>(P);

@@ -7,9 +7,11 @@
 #                      <chapter>.memcheck   label sanitizer: Gpu* under compute-sanitizer, small sizes
 #                      <chapter>.racecheck  (RACECHECK chapters) the same with --tool racecheck
 #                      <chapter>.synccheck  (SYNCCHECK chapters: mbarrier/TMA pipelines) --tool synccheck
-#                      <chapter>.exercise   (with -DLADDER_EXERCISES=ON) Exercise*: the learner's code in
-#                                           EXERCISES sources, in no default test run
+#                      <chapter>.exercise   (with -DLADDER_EXERCISES=ON: the `exercises` preset, in
+#                                           build-exercises/) Exercise*: the learner's code in the
+#                                           EXERCISES sources, label exercise, in no default test run
 #   <chapter>_bench  Google Benchmark binary
+#   exercises        (target) every chapter's _test that has EXERCISES
 #
 #   ladder_add_chapter(01_vector_add
 #     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
@@ -48,6 +50,12 @@ function(ladder_select_chapters out only)
       list(APPEND selected ${chapter})
     endif()
   endforeach()
+  # Said on every configure: a build directory holding part of the ladder should never pass
+  # for the whole of it.
+  list(LENGTH selected n)
+  list(LENGTH all total)
+  list(JOIN selected " " names)
+  message(STATUS "LADDER_ONLY: ${CMAKE_BINARY_DIR} builds ${n} of the ${total} chapters: ${names}")
   set(${out} ${selected} PARENT_SCOPE)
 endfunction()
 
@@ -82,9 +90,15 @@ function(ladder_add_chapter name)
   set_tests_properties(${name}.gpu PROPERTIES LABELS gpu TIMEOUT 1800
     SKIP_REGULAR_EXPRESSION "GPU test skipped: no CUDA device")
 
-  if(CH_EXERCISES AND LADDER_EXERCISES)
-    add_test(NAME ${name}.exercise COMMAND ${name}_test --gtest_filter=Exercise*)
-    set_tests_properties(${name}.exercise PROPERTIES LABELS exercise)
+  if(CH_EXERCISES)
+    if(NOT TARGET exercises)
+      add_custom_target(exercises)
+    endif()
+    add_dependencies(exercises ${name}_test)
+    if(LADDER_EXERCISES)
+      add_test(NAME ${name}.exercise COMMAND ${name}_test --gtest_filter=Exercise*)
+      set_tests_properties(${name}.exercise PROPERTIES LABELS exercise)
+    endif()
   endif()
 
   if(LADDER_COMPUTE_SANITIZER)
@@ -146,4 +160,17 @@ function(ladder_add_cli_test chapter name)
     COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:${chapter}>" "-DARGS=${T_ARGS}" "-DEXPECT=${T_EXPECT}"
             -P ${PROJECT_SOURCE_DIR}/cmake/ExpectRefusal.cmake)
   set_tests_properties(${chapter}.cli.${name} PROPERTIES LABELS cpu TIMEOUT 120)
+endfunction()
+
+# ladder_add_sm90a_library(<name> <sources...>): the kernels that use wgmma and setmaxnreg,
+# which exist only on sm_90a (not in plain sm_90, nor in any other GPU's code), as a static
+# library compiled for that one target whatever CMAKE_CUDA_ARCHITECTURES says. The chapter
+# launches them only on a compute capability 9.0 device (tc::compiled_for_sm90a and its own
+# unavailable_reason).
+function(ladder_add_sm90a_library name)
+  add_library(${name} STATIC ${ARGN})
+  set_target_properties(${name} PROPERTIES CUDA_ARCHITECTURES 90a-real)
+  target_include_directories(${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
+  target_link_libraries(${name} PUBLIC ladder_common)
+  ladder_warnings(${name})
 endfunction()

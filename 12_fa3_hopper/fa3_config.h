@@ -1,0 +1,112 @@
+// The tile policy of chapter 12, in one place: one Cfg per compiled variant (head dim, bf16
+// or FP8, step, K/V stages) owns its tile sizes, its TMA boxes, its pipeline depth, its
+// shared-memory layout and its register budgets, and with_cfg() is the one switch from the
+// run-time choice to the compiled variant. No CUDA syntax: fa3.cpp (checks) and
+// fa3_forward.cu (kernels) both include it.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "fa3.h"
+
+namespace fa3::detail {
+
+// E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
+// 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
+// boxes" of [rows][128 bytes] one after the other.
+template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0>
+struct Cfg {
+  static constexpr int d = d_;
+  static constexpr bool kFp8 = kFp8_;
+  static constexpr Step kStep = kStep_;
+  static constexpr int E = kFp8 ? 1 : 2;
+
+  // Tiles: B_r = 128 query rows per CTA, two consumer warpgroups of 64 rows; B_c keys per step.
+  static constexpr int B_r = 128, B_c = 128, kRowsPerWarpgroup = 64;
+  // TMA boxes: kBoxCols elements (128 bytes, one swizzle row) by B_r or B_c rows; FP8's V
+  // arrives transposed (Vt8: d rows of B_c keys), one box per key tile.
+  static constexpr int kBoxCols = 128 / E;
+  static constexpr int kBoxes = d * E / 128;  // column boxes of Q, K (and of V in bf16)
+
+  // What each step switches on (fa3.h, Step).
+  static constexpr bool kProducer = kStep != Step::Tma;
+  static constexpr bool kPingPong = kStep == Step::PingPong || kStep == Step::IntraWg || kStep == Step::Persistent;
+  static constexpr bool kIntraWg = kStep == Step::IntraWg || kStep == Step::Persistent;
+  static constexpr bool kPersistent = kStep == Step::Persistent;
+  static constexpr int kThreads = kProducer ? 384 : 256;
+
+  // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
+  // smaller tiles (d = 64, FP8) take four.
+  static constexpr int kStages = kStagesOverride ? kStagesOverride : (kFp8 || d == 64) ? 4 : 2;
+
+  // Shared memory: Q_i, kStages x (K_j, V_j), O's own buffer where it needs one, mbarriers.
+  static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = B_c * d * E;
+  static constexpr std::size_t kBarrierBytes = 8 * (2 + 4 * kStages);
+  // O leaves through shared memory as bf16 (fa3_rows.cuh, store_o): in Q_i's buffer, free once
+  // a warpgroup's last S is done (each warpgroup reads and writes only its own rows of it);
+  // FP8's Q_i is half as large, and a persistent CTA's Q_i buffer already holds the next
+  // tile's Q_i then: those give O a buffer of its own.
+  static constexpr int kOBytes = B_r * d * 2;
+  static constexpr int kOwnOBytes = kQBytes >= kOBytes && !kPersistent ? 0 : kOBytes;
+  static constexpr std::size_t kSmemBytes =
+      1024 + kQBytes + std::size_t(kStages) * (kKBytes + kVBytes) + kOwnOBytes + kBarrierBytes;
+
+  // The GEMMs' k steps: S = Q K^T in steps of 32 bytes along each 128-byte row (k16 bf16, k32
+  // e4m3); O += P V along the keys (16 for bf16, 32 for e4m3).
+  static constexpr int kSSteps = d * E / 32;
+  static constexpr int kPSteps = kFp8 ? B_c / 32 : B_c / 16;
+
+  // Registers: the kernel starts with 65536 / kThreads rounded down to 8 (168 at 384 threads);
+  // setmaxnreg moves them from the producer warpgroup (which only issues copies) to the two
+  // consumers. .inc can only take what .dec gave back, so the budgets must fit in that.
+  static constexpr int kRegsAtEntry = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+
+  static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
+  static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
+  static_assert(!kFp8 || (d == 128 && B_c == kBoxCols), "FP8: d = 128, one Vt8 box per key tile");
+  static_assert(!kFp8 || (kRowsPerWarpgroup == kFp8RowsPerQScale && B_c == kFp8KeysPerKScale),
+                "FP8: one Q scale per consumer warpgroup, one K scale per key tile (fa3.h)");
+  static_assert(!kProducer || 128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * kRegsAtEntry,
+                "setmaxnreg budgets within the registers the CTA starts with");
+};
+
+// The one switch from (d, bf16 or FP8, step, stages) to the compiled variant: calls
+// f(Cfg<...>{}). The variants compiled: every step for bf16 at d = 64 and 128 and for FP8 at
+// d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1).
+// Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
+// unsupported shapes before).
+template <class F>
+decltype(auto) with_cfg(int d, bool fp8, Step step, int kv_stages, F&& f) {
+  if (kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
+  if (kv_stages != 0)
+    throw std::invalid_argument("fa3: kv_stages=" + std::to_string(kv_stages) +
+                                " is not compiled: 0 (the default), or 3 for bf16, d=128, Step::IntraWg");
+  auto by_step = [&](auto d_fp8) -> decltype(auto) {
+    constexpr int D = decltype(d_fp8)::first_type::value;
+    constexpr bool kF = decltype(d_fp8)::second_type::value;
+    switch (step) {
+      case Step::Tma: return f(Cfg<D, kF, Step::Tma>{});
+      case Step::WarpSpec: return f(Cfg<D, kF, Step::WarpSpec>{});
+      case Step::PingPong: return f(Cfg<D, kF, Step::PingPong>{});
+      case Step::IntraWg: return f(Cfg<D, kF, Step::IntraWg>{});
+      case Step::Persistent: return f(Cfg<D, kF, Step::Persistent>{});
+    }
+    throw std::invalid_argument("fa3: step " + std::to_string(int(step)) +
+                                " is not a step: tma, warpspec, pingpong, intrawg or persistent (fa3::Step)");
+  };
+  using I64 = std::integral_constant<int, 64>;
+  using I128 = std::integral_constant<int, 128>;
+  using Bf16 = std::false_type;
+  using Fp8 = std::true_type;
+  if (fp8 && d == 128) return by_step(std::pair<I128, Fp8>{});
+  if (!fp8 && d == 128) return by_step(std::pair<I128, Bf16>{});
+  if (!fp8 && d == 64) return by_step(std::pair<I64, Bf16>{});
+  throw std::invalid_argument("fa3: d=" + std::to_string(d) + (fp8 ? " FP8" : " bf16") +
+                              " is not compiled: bf16 at d in {64, 128}, FP8 at d = 128");
+}
+
+}  // namespace fa3::detail
