@@ -23,8 +23,9 @@
 namespace {
 constexpr const char* kUsage =
     "  --n N         elements (default 2^28 = 268435456: 1 GiB per array, well past the 60 MB L2)\n"
-    "  --repeats R   timed repeats per kernel (default 20)\n"
-    "  --warmup W    untimed launches before the timed ones (default 3; try 0 with --repeats 1)\n"
+    "  --repeats R   timed repeats per kernel (default 30)\n"
+    "  --warmup 0|1  1 (default): the method's warm-up (ladder::time_gpu: >= 1 s of the work back\n"
+    "                to back); 0: none (try it with --repeats 1)\n"
     "  --no-flush    do not flush the L2 before each timed repeat (try it with --n 1048576)\n"
     "  --model-n N --model-threads T   the thread table of the CPU part (default 19 and 8)\n"
     "  --print-model text|csv          print that table and exit (no GPU needed; csv feeds\n"
@@ -35,8 +36,8 @@ int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
     const auto n = static_cast<std::size_t>(args.integer("--n", 1LL << 28));
-    const int repeats = static_cast<int>(args.integer("--repeats", 20));
-    const int warmup = static_cast<int>(args.integer("--warmup", 3, 0, 1000));
+    const int repeats = static_cast<int>(args.integer("--repeats", ladder::kDefaultRepeats));
+    const int warmup = static_cast<int>(args.integer("--warmup", 1, 0, 1));
     const bool flush = !args.flag("--no-flush");
     const auto model_n = static_cast<std::size_t>(args.integer("--model-n", 19, 1, 4096));
     const auto model_threads = static_cast<std::size_t>(args.integer("--model-threads", 8, 1, 4096));
@@ -96,7 +97,7 @@ int main(int argc, char** argv) {
           ladder::time_once_ms([&] { vadd::vector_add(vadd::kAll[i], d_a.data(), d_b.data(), d_c.data(), n); });
 
     const ladder::Work work = ladder::vector_add_work(n);
-    const ladder::TimingOptions opt{warmup, repeats, flush};
+    const ladder::TimingOptions opt{repeats, flush, warmup > 0};
     const double copy_ms = ladder::time_gpu(copy, opt).median_ms;
     const double copy_gbps = ladder::copy_work(n).gbps(copy_ms);
 

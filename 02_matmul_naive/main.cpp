@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
     mm::Problem<float> problem(shape, seed + 2);
     mm::check_rows(report, checked, problem, 8, seed + 4);
 
-    const mm::Race race = mm::time_all(kernels, cublas, problem, {2, repeats, true});
+    const mm::Race race = mm::time_all(kernels, cublas, problem, {repeats});
     return report.summary(mm::print_race<float>(report.out(), race, shape));
   });
 }

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
                  << (fast ? "fast path (whole 128 x 128 x 8 tiles, 16-byte loads and stores)"
                           : "guarded path (M or N not a multiple of 128, or K not of 8: bounds-checked scalar loads)")
                  << "\n";
-    const mm::Race race = mm::time_all(kernels, cublas, problem, {2, repeats, true});
+    const mm::Race race = mm::time_all(kernels, cublas, problem, {repeats});
     return report.summary(mm::print_race<float>(report.out(), race, shape));
   });
 }

@@ -29,7 +29,7 @@ constexpr const char* kUsage =
     "  --repeats N   timed repeats per kernel (default 20)\n"
     "  --trace       the CPU parts only: the (m, l) trace and the fp16 overflow\n"
     "  --x a,b,...   trace this row as well (element by element and in blocks)\n"
-    "  --B B         the block size for tracing --x (default 2)\n";
+    "  --block B     the block size for tracing --x (default 2)\n";
 
 struct Shape {
   int R, C;
@@ -80,7 +80,7 @@ std::vector<Measured> run_shape(ladder::Report& report, const ladder::Dumper& du
   osm::RowStats stats(R);
   dump("X_" + s.str(), X, {std::size_t(R), std::size_t(C)});
 
-  const ladder::TimingOptions opt{3, repeats, true};
+  const ladder::TimingOptions opt{repeats};
   const double copy_ms =
       ladder::time_gpu(
           [&] { CUDA_CHECK(cudaMemcpyAsync(d_Y.data(), d_X.data(), n * sizeof(float), cudaMemcpyDeviceToDevice)); },
@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
     const bool trace_only = args.flag("--trace");
     const std::string x_text = args.text("--x");
     const std::vector<double> own_row = x_text.empty() ? std::vector<double>{} : parse_row(x_text);
-    const int B = static_cast<int>(args.integer("--B", 2));
+    const int B = static_cast<int>(args.integer("--block", 2));
     args.done();
     if ((R > 0) != (C > 0)) throw std::invalid_argument("--R and --C go together: give both or neither");
     if (R > 0) {  // the input, the output and the fp64 reference of the matrix

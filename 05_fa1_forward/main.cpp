@@ -102,11 +102,11 @@ int main(int argc, char** argv) {
     // GPU: time FA1 and the standard attention on the main shape.
     const ladder::AttentionInputs in = ladder::random_attention_inputs(s, seed + 10);
     ladder::DeviceBuffer<float> Q(in.Q), K(in.K), V(in.V), O(s.elems()), l(s.rows()), m(s.rows());
-    const ladder::TimingOptions opt{2, repeats, true};
+    const ladder::TimingOptions opt{repeats};
     const ladder::Work work = ladder::attention_fwd_work(s);
     const double fa1_ms =
         ladder::time_gpu([&] { fa1::forward(s, Q.data(), K.data(), V.data(), O.data(), l.data(), m.data()); },
-                         {1, std::max(3, repeats / 3), true})
+                         {std::max(3, repeats / 3)})
             .median_ms;
     double std_ms = NAN;  // stays NaN where the standard attention's S/P does not fit
     if (ladder::StandardAttention::fits(s)) {

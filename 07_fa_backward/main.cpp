@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
     }
 
     // GPU: time the backward on both paths, the forward and the standard backward.
-    const ladder::TimingOptions opt{2, repeats, true};
+    const ladder::TimingOptions opt{repeats};
     std::string summary = "bwd (atomic) " + s.str() + ":";
     for (bool causal : masks) {
       ladder::AttentionShape sc = s;

@@ -50,6 +50,21 @@ tcmm::Variant variant_named(const std::string& s) {
   throw std::invalid_argument("unknown step '" + s + "'; the steps are " + all);
 }
 
+// --only / --profile a,b,...: every name a step (or, for --profile, cublas_bf16), checked
+// now, on every machine, not when the GPU part reaches it.
+std::vector<std::string> step_list(ladder::Args& args, const std::string& flag, bool with_cublas) {
+  const std::vector<std::string> names = split(args.text(flag, ""));
+  for (const std::string& n : names) {
+    if (with_cublas && n == "cublas_bf16") continue;
+    try {
+      variant_named(n);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(flag + ": " + e.what() + (with_cublas ? ", cublas_bf16" : ""));
+    }
+  }
+  return names;
+}
+
 // The step table: each step's one change and its TFLOP/s against the anchor.
 void print_steps(std::ostream& out, const mm::Race& race) {
   out << "\nthe climb, one idea per step:\n"
@@ -73,9 +88,10 @@ int main(int argc, char** argv) {
     const auto flags = ladder::common_flags(args);
     const mm::Shape shape = mm::shape_flags(args, {4096, 4096, 4096});
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
-    const std::vector<std::string> only = split(args.text("--only", ""));
+    const std::vector<std::string> only = step_list(args, "--only", false);
     const bool layouts = args.flag("--layouts"), layouts_csv = args.flag("--layouts-csv");
-    const std::string profile = args.text("--profile", "");
+    const std::vector<std::string> profile = step_list(args, "--profile", true);
+    args.gpu_only({"--only", "--M", "--N", "--K"});
     args.done();
 
     if (layouts || layouts_csv) {
@@ -95,7 +111,7 @@ int main(int argc, char** argv) {
     const std::uint64_t seed = ladder::fresh_seed();
     if (!profile.empty()) {  // one launch each, nothing else on the GPU: what ncu measures
       mm::Problem<ladder::bf16> problem(shape, seed);
-      for (const std::string& step : split(profile)) {
+      for (const std::string& step : profile) {
         if (step == "cublas_bf16") {
           ladder::cublas_gemm_bf16(shape.M, shape.N, shape.K, problem.dA.data(), problem.dB.data(), problem.dC.data());
         } else {
@@ -143,7 +159,7 @@ int main(int argc, char** argv) {
                  << (fast ? "fast path (16-byte cp.async / TMA copies; tile overhangs zero-filled by the copies)"
                           : "guarded path (K not a multiple of 8: bounds-checked element loads)")
                  << "\n";
-    const mm::Race race = mm::time_all(kernels, cublas, problem, {2, repeats, true});
+    const mm::Race race = mm::time_all(kernels, cublas, problem, {repeats});
     const std::string summary = mm::print_race<ladder::bf16>(report.out(), race, shape);
     print_steps(report.out(), race);
     return report.summary(summary);

@@ -1,4 +1,4 @@
-// FA2 on tensor cores at the PyTorch anchor shapes (../shared/anchors, torch_anchors2.py:
+// FA2 on tensor cores at the PyTorch anchor shapes (scripts/anchors/torch_anchors.py:
 // SDPA flash and cuDNN, bf16), forward and backward, dense and causal, GQA 32:8; the FA1
 // normalisation beside the FA2 one; the tile-config sweep; and the fp32 kernels of
 // chapters 06 and 07 (and chapter 06's kernel with each normalisation) for the side by side.
@@ -9,6 +9,9 @@
 //   fp32_fwd_fa2norm, fp32_fwd_fa1norm             chapter 06's loop with each normalisation
 //   fwd_fa1norm_cfg1_<name>                        FA1's normalisation at config 1 (no spills)
 //   fp32_ch06_fwd, fp32_ch07_bwd                   chapters 06 and 07 as published
+//   anchor:cudnn/fwd, anchor:cudnn/bwd              cuDNN's attention (common/cudnn_attention.h) on
+//                                                  the same inputs, at every shape above; skipped,
+//                                                  with the reason, where it cannot run
 // TFLOP/s with the FA convention (common/work.h): 4 B H N N_kv d forward, halved causal,
 // backward 2.5x.
 #include <map>
@@ -20,6 +23,7 @@
 #include "07_fa_backward/fa_backward.h"
 #include "bench.h"
 #include "bf16.h"
+#include "cudnn_attention.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
 #include "fa2_tc_problem.h"
@@ -89,6 +93,23 @@ void bench_backward(benchmark::State& state, AttentionShape s, fa2tc::BackwardOp
       ladder::attention_bwd_work(s, 2));
 }
 
+// One cuDNN attention per shape, kept: its plans are built once, outside the timing.
+void bench_cudnn(benchmark::State& state, AttentionShape s, ladder::CudnnAttention::Pass pass) {
+  if (!ladder::gpu_or_skip(state)) return;
+  static std::map<std::string, std::unique_ptr<ladder::CudnnAttention>> cache;
+  std::unique_ptr<ladder::CudnnAttention>& cudnn = cache[s.str()];
+  if (!cudnn) cudnn.reset(new ladder::CudnnAttention(s));
+  if (const std::string why = cudnn->unsupported_reason(pass); !why.empty()) return state.SkipWithError(why.c_str());
+  const Tensors t = tensors(s);
+  if (pass == ladder::CudnnAttention::Pass::Forward)
+    return ladder::run_gpu(
+        state, [&] { cudnn->forward(t.Q, t.K, t.V, t.O, t.L); }, ladder::attention_fwd_work(s, 2));
+  cudnn->forward(t.Q, t.K, t.V, t.O, t.L);  // its own O and L, which its backward reads
+  ladder::run_gpu(
+      state, [&] { cudnn->backward(t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV); },
+      ladder::attention_bwd_work(s, 2));
+}
+
 enum class Fp32 { Fa2Norm, Fa1Norm, Ch06, Ch07 };
 void bench_fp32(benchmark::State& state, AttentionShape s, Fp32 which) {
   if (!ladder::gpu_or_skip(state)) return;
@@ -116,7 +137,7 @@ void bench_fp32(benchmark::State& state, AttentionShape s, Fp32 which) {
 }
 
 const bool registered = [] {
-  // The anchor shapes of issue 12 (h200-torch-round2): B4 H16 N4096 at d = 64 and 128, and
+  // The anchor shapes: B4 H16 N4096 at d = 64 and 128, and
   // B1 H16 N16384 at d = 128, dense and causal.
   std::vector<AttentionShape> anchors;
   for (bool causal : {false, true}) {
@@ -139,6 +160,15 @@ const bool registered = [] {
   const AttentionShape gqa = shape(4, 32, 8, 4096, 128, true);
   ladder::gpu_benchmark("fwd" + ladder::bench_keys(gqa), [gqa](benchmark::State& st) { bench_forward(st, gqa, {}); });
   ladder::gpu_benchmark("bwd" + ladder::bench_keys(gqa), [gqa](benchmark::State& st) { bench_backward(st, gqa, {}); });
+
+  // cuDNN at every shape above (the sweeps below reuse the anchor shapes).
+  std::vector<AttentionShape> all = anchors;
+  all.push_back(gqa);
+  for (const AttentionShape& s : all)
+    for (auto pass : {ladder::CudnnAttention::Pass::Forward, ladder::CudnnAttention::Pass::Backward})
+      ladder::gpu_benchmark(std::string("anchor:cudnn/") +
+                                (pass == ladder::CudnnAttention::Pass::Forward ? "fwd" : "bwd") + ladder::bench_keys(s),
+                            [s, pass](benchmark::State& st) { bench_cudnn(st, s, pass); });
 
   // skiprescale is data-dependent: the d = 128 targets again with logits that rise at every
   // key tile (no rescale skipped), for the default and for its twin without skiprescale
@@ -176,7 +206,9 @@ const bool registered = [] {
   for (int d : fa2tc::kSupportedD)
     for (bool causal : {false, true}) {
       const AttentionShape s = shape(4, 16, 16, 4096, d, causal);
-      const auto fwd = fa2tc::forward_configs(d), bwd = fa2tc::backward_configs(d);
+      auto fwd = fa2tc::forward_configs(d);  // then the ablations: indices continue
+      const auto ablations = fa2tc::forward_ablations(d), bwd = fa2tc::backward_configs(d);
+      fwd.insert(fwd.end(), ablations.begin(), ablations.end());
       for (int c = 1; c < int(fwd.size()); ++c)
         ladder::gpu_benchmark("fwd_cfg" + std::to_string(c) + "_" + fwd[c].name + ladder::bench_keys(s),
                               [s, c](benchmark::State& st) {

@@ -2,7 +2,8 @@
 // the swizzled addressing the kernels rely on; on a GPU, every output is checked against
 // the fp64 reference on the bf16-rounded inputs (dense and causal, GQA), then the forward
 // (both normalisations), the backward (both dQ paths) and the fp32 FA1/FA2 normalisation
-// pair are timed on the main shape, in one run.
+// pair are timed on the main shape, in one run, with cuDNN's attention checked and timed
+// beside them on the same buffers when it is available (common/cudnn_attention.h).
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -10,10 +11,13 @@
 #include <vector>
 
 #include "cli.h"
+#include "cudnn_attention.h"
 #include "device.h"
 #include "device_buffer.h"
 #include "fa2_tc.h"
+#include "fa2_tc_arguments.h"
 #include "fa2_tc_problem.h"
+#include "launch.h"
 #include "npy.h"
 #include "random.h"
 #include "reference_attention.h"
@@ -26,8 +30,9 @@ constexpr const char* kUsage =
     "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
     "  --N-kv N                    keys per head (default N)\n"
     "  --mask dense|causal         causal: query i sees keys j <= i + N_kv - N (default dense)\n"
-    "  --check-N N                 sequence length of the correctness checks (default 1000; B=2 H=4 H_kv=2)\n"
-    "  --repeats R                 timed repeats (default 10)\n"
+    "  --check-N N                 sequence length of the correctness checks (default 1000, at most 16384;\n"
+    "                              B=2 H=4 H_kv=2)\n"
+    "  --repeats R                 timed repeats (default 10, at most 10000)\n"
     "  --config C --bwd-config C   tile configuration of the forward / backward (default 0; the list is printed)\n"
     "  --profile P                 fwd, fwd_fa1norm, bwd or bwd_det: launch that once on the shape and exit\n"
     "                              (for ncu; bwd runs one forward first, outside the kernel filter)\n";
@@ -39,13 +44,45 @@ std::vector<std::size_t> dims(std::size_t b, std::size_t h, std::size_t n, std::
 std::string config_list(int d) {
   std::string out;
   for (const auto* list : {"forward", "backward"}) {
-    const auto configs = std::string(list) == "forward" ? fa2tc::forward_configs(d) : fa2tc::backward_configs(d);
+    auto configs = std::string(list) == "forward" ? fa2tc::forward_configs(d) : fa2tc::backward_configs(d);
+    const std::size_t n_configs = configs.size();
+    if (std::string(list) == "forward")
+      for (const fa2tc::TileConfig& c : fa2tc::forward_ablations(d)) configs.push_back(c);
     out += std::string("  ") + list + " tile configs at d=" + std::to_string(d) + ":";
     for (std::size_t i = 0; i < configs.size(); ++i)
-      out += " [" + std::to_string(i) + "] " + configs[i].name + (i == 0 ? " (default)" : "");
+      out += " [" + std::to_string(i) + "] " + configs[i].name +
+             (i == 0           ? " (default)"
+              : i >= n_configs ? " (ablation, benchmark only)"
+                               : "");
     out += "\n";
   }
   return out;
+}
+
+// cuDNN on the problem's buffers, against the same reference and bounds as the kernels; its
+// backward is given its own forward's O and L. Says why not when it cannot run this shape.
+void check_cudnn(ladder::Report& report, fa2tc::OnDevice& dev, const ladder::AttentionForward& fwd,
+                 const ladder::AttentionGrads& grads, const std::string& what) {
+  using Pass = ladder::CudnnAttention::Pass;
+  ladder::CudnnAttention cudnn(dev.s);
+  std::string why = cudnn.unsupported_reason(Pass::Forward);
+  if (why.empty()) {
+    dev.O.poison(), dev.L.poison();
+    cudnn.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data());
+    report.check("O cuDNN " + what, ladder::compare(dev.O_host(), fwd.O), ladder::kBf16Attention);
+    report.check("L cuDNN " + what, fa2tc::compare_lse(dev.L_host(), fwd.L), fa2tc::kBf16AttentionL);
+    why = cudnn.unsupported_reason(Pass::Backward);
+  }
+  if (!why.empty()) {
+    report.out() << "  cuDNN anchor: " << why << "\n";
+    return;
+  }
+  dev.dQ.poison(), dev.dK.poison(), dev.dV.poison();
+  cudnn.backward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data(), dev.dO.data(), dev.dQ.data(),
+                 dev.dK.data(), dev.dV.data());
+  report.check("dQ cuDNN " + what, ladder::compare(dev.dQ_host(), grads.dQ), ladder::kBf16AttentionGrad);
+  report.check("dK cuDNN " + what, ladder::compare(dev.dK_host(), grads.dK), ladder::kBf16AttentionGrad);
+  report.check("dV cuDNN " + what, ladder::compare(dev.dV_host(), grads.dV), ladder::kBf16AttentionGrad);
 }
 }  // namespace
 
@@ -54,13 +91,21 @@ int main(int argc, char** argv) {
     const auto flags = ladder::common_flags(args);
     ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
     ladder::kv_shape_flags(args, s);
-    const int check_N = static_cast<int>(args.integer("--check-N", 1000));
-    const int repeats = static_cast<int>(args.integer("--repeats", 10));
+    const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));  // the fp64 reference's time
+    const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const int config = static_cast<int>(args.integer("--config", 0, 0));
     const int bwd_config = static_cast<int>(args.integer("--bwd-config", 0, 0));
     const std::string profile = args.choice("--profile", {"fwd", "fwd_fa1norm", "bwd", "bwd_det"}, "");
     args.done();
     ladder::validate(s, fa2tc::kSupportedD, ladder::KvHeads::Any);
+    // What the run and the launchers would refuse on the main shape, refused now, on every machine.
+    ladder::check_device_memory("the main shape " + s.str(),
+                                2.0 * (4 * s.elems() + 4 * s.kv_elems()) + 4.0 * (s.elems() + 2 * s.rows()));
+    ladder::check_grid("the main shape " + s.str() + " (one row of blocks per head, B*H)", 1, s.heads());
+    fa2tc::check_shape(s, "the main shape " + s.str());
+    fa2tc::check_config(config, int(fa2tc::forward_configs(s.d).size() + fa2tc::forward_ablations(s.d).size()), s.d,
+                        "--config");
+    fa2tc::check_config(bwd_config, int(fa2tc::backward_configs(s.d).size()), s.d, "--bwd-config");
     const fa2tc::ForwardOptions fwd_opt{fa2tc::Normalisation::FA2, config, {}};
     const fa2tc::BackwardOptions bwd_opt{fa2tc::DqPath::Atomic, bwd_config};
 
@@ -92,7 +137,13 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    // GPU: every output against the fp64 reference, dense and causal, GQA (H = 4, H_kv = 2).
+    // cuDNN's attention, the in-process anchor: checked and timed beside the kernels when it
+    // runs here; otherwise one line says why, and the rest runs without it.
+    const std::string cudnn_why = ladder::CudnnAttention::unavailable_reason();
+    report.out() << "  cuDNN anchor: " << (cudnn_why.empty() ? ladder::CudnnAttention::version() : cudnn_why) << "\n";
+
+    // GPU: every output against the fp64 reference, dense and causal, GQA (H = 4, H_kv = 2),
+    // the kernels' and cuDNN's.
     const std::uint64_t seed = ladder::fresh_seed();
     for (bool causal : {false, true}) {
       ladder::AttentionShape c{2, 4, check_N, s.d, causal};
@@ -131,15 +182,15 @@ int main(int argc, char** argv) {
           dump("dQ_ref", grads.dQ, q), dump("dK_ref", grads.dK, kv), dump("dV_ref", grads.dV, kv);
         }
       }
+      if (cudnn_why.empty()) check_cudnn(report, dev, fwd, grads, what);
     }
 
     // GPU: time the main shape: forward (both normalisations), backward (both dQ paths),
     // and chapter 06's fp32 kernel with the same two normalisations.
-    ladder::check_device_memory("the main shape " + s.str(),
-                                2.0 * (4 * s.elems() + 4 * s.kv_elems()) + 4.0 * (s.elems() + 2 * s.rows()));
-    const ladder::TimingOptions opt{2, repeats, true};
+    const ladder::TimingOptions opt{repeats};
     const ladder::Work fwd_work = ladder::attention_fwd_work(s, 2), bwd_work = ladder::attention_bwd_work(s, 2);
     double fwd_ms = 0, fa1_ms = 0, bwd_ms = 0, det_ms = 0;
+    double cudnn_fwd_ms = 0, cudnn_bwd_ms = 0;  // 0: not timed
     {
       fa2tc::OnDevice dev(fa2tc::make_problem(s, seed + 10));
       fwd_ms = ladder::time_gpu([&] { dev.forward(fwd_opt); }, opt).median_ms;
@@ -151,6 +202,28 @@ int main(int argc, char** argv) {
       fa2tc::BackwardOptions det = bwd_opt;
       det.path = fa2tc::DqPath::Deterministic;
       det_ms = ladder::time_gpu([&] { dev.backward(det); }, opt).median_ms;
+      if (cudnn_why.empty()) {  // cuDNN on the same buffers, with the same timer
+        using Pass = ladder::CudnnAttention::Pass;
+        ladder::CudnnAttention cudnn(s);
+        auto cudnn_forward = [&] {
+          cudnn.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data());
+        };
+        std::string why = cudnn.unsupported_reason(Pass::Forward);
+        if (why.empty()) {
+          cudnn_fwd_ms = ladder::time_gpu(cudnn_forward, opt).median_ms;
+          why = cudnn.unsupported_reason(Pass::Backward);
+        }
+        if (why.empty()) {
+          auto cudnn_backward = [&] {
+            cudnn.backward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data(), dev.dO.data(),
+                           dev.dQ.data(), dev.dK.data(), dev.dV.data());
+          };
+          cudnn_forward();  // its own O and L, which its backward reads
+          cudnn_bwd_ms = ladder::time_gpu(cudnn_backward, opt).median_ms;
+        } else {
+          report.out() << "  cuDNN anchor: " << why << "\n";
+        }
+      }
     }
     char line[256];
     report.out() << "\n  " << s.str() << "                 median ms   TFLOP/s\n";
@@ -162,10 +235,12 @@ int main(int argc, char** argv) {
     row("forward, FA1 normalisation", fa1_ms, fwd_work);
     row("backward, atomic dQ", bwd_ms, bwd_work);
     row("backward, deterministic dQ", det_ms, bwd_work);
+    if (cudnn_fwd_ms > 0) row("cuDNN forward", cudnn_fwd_ms, fwd_work);
+    if (cudnn_bwd_ms > 0) row("cuDNN backward", cudnn_bwd_ms, bwd_work);
     if (s.self_attention()) {  // the same lesson in fp32 on CUDA cores (chapter 06's kernel)
       const std::vector<float> q = ladder::random_uniform(s.elems(), seed + 20);
       ladder::DeviceBuffer<float> Q(q), K(q), V(q), O(s.elems()), L(s.rows());
-      const ladder::TimingOptions fp32_opt{1, std::max(3, repeats / 3), true};
+      const ladder::TimingOptions fp32_opt{std::max(3, repeats / 3)};
       double ms[2];
       for (fa2tc::Normalisation norm : fa2tc::kAllNormalisations)
         ms[norm == fa2tc::Normalisation::FA2 ? 0 : 1] =
@@ -180,8 +255,9 @@ int main(int argc, char** argv) {
                     fa1_ms / fwd_ms, ms[1] / ms[0]);
       report.out() << line;
     }
-    std::snprintf(line, sizeof line, "FA2-TC %s: fwd %.1f TFLOP/s, bwd %.1f TFLOP/s", s.str().c_str(),
-                  fwd_work.tflops(fwd_ms), bwd_work.tflops(bwd_ms));
+    std::snprintf(line, sizeof line, "FA2-TC %s: fwd %.1f TFLOP/s %s, bwd %.1f TFLOP/s %s", s.str().c_str(),
+                  fwd_work.tflops(fwd_ms), ladder::versus_cudnn(fwd_ms, cudnn_fwd_ms).c_str(), bwd_work.tflops(bwd_ms),
+                  ladder::versus_cudnn(bwd_ms, cudnn_bwd_ms).c_str());
     return report.summary(line);
   });
 }

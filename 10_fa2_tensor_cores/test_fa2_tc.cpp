@@ -147,9 +147,8 @@ void expect_forward_correct(const fa2tc::Problem& p, const std::vector<int>& con
       opt.norm = norm;
       opt.config = config;
       dev.forward(opt);
-      const std::string what = std::string("forward ") + fa2tc::name(norm) + ", config " +
-                               config_name(s.d, config) + ", " + s.str() +
-                               (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
+      const std::string what = std::string("forward ") + fa2tc::name(norm) + ", config " + config_name(s.d, config) +
+                               ", " + s.str() + (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
       EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
       const ladder::Comparison L = fa2tc::compare_lse(dev.L_host(), ref.L);
       EXPECT_TRUE(!L.size_mismatch && L.nonfinite == 0 && L.max_abs <= kLMaxAbs * q_scale_note)

@@ -29,13 +29,15 @@
 namespace {
 
 constexpr const char* kUsage =
-    "  --B B --Hq H --Hkv H --nq N --d D   decode shape (default 8 32 8 1 128; d in 64, 128; nq 1..16)\n"
-    "  --Nkv N,N,...               keys per sequence of the timed shapes (default 32768,131072; the\n"
+    "  --B B --H H --d D           batch, query heads, head dim (default 8 32 128; d in 64, 128)\n"
+    "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default 8)\n"
+    "  --N N                       new queries per sequence (default 1; speculative decoding: up to 16)\n"
+    "  --N-kv N,N,...              keys per sequence of the timed shapes (default 32768,131072; the\n"
     "                              summary line is the last)\n"
     "  --config C                  tile configuration (default 0; the list is printed)\n"
     "  --sweep S,S,...             split counts of the sweep (default 1,2,4,8,16,32,64)\n"
     "  --repeats R                 timed repeats (default 10)\n"
-    "  --profile P                 auto, nosplit, paged16, paged64 or fa2tc: one launch at the last --Nkv,\n"
+    "  --profile P                 auto, nosplit, paged16, paged64 or fa2tc: one launch at the last --N-kv,\n"
     "                              then exit (for ncu)\n";
 
 std::string config_list(int d) {
@@ -117,17 +119,19 @@ void spot_check(ladder::Report& report, const HeadlineCache& c, const ladder::De
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
+    // The attention chapters' flags: --H the query heads, --N the queries, --N-kv the keys.
     fdec::DecodeShape s;
     s.B = static_cast<int>(args.integer("--B", 8));
-    s.H_q = static_cast<int>(args.integer("--Hq", 32));
-    s.H_kv = static_cast<int>(args.integer("--Hkv", 8));
-    s.n_q = static_cast<int>(args.integer("--nq", 1, 1, fdec::kMaxQueries));
+    s.H_q = static_cast<int>(args.integer("--H", 32));
+    s.H_kv = static_cast<int>(args.integer("--H-kv", 8));
+    s.n_q = static_cast<int>(args.integer("--N", 1, 1, fdec::kMaxQueries));
     s.d = static_cast<int>(args.integer("--d", 128, 1, 1024));
-    const std::vector<long long> nkv = args.integers("--Nkv", {32768, 131072}, 1, 1 << 30);
+    const std::vector<long long> nkv = args.integers("--N-kv", {32768, 131072}, 1, 1 << 30);
     const int config = static_cast<int>(args.integer("--config", 0, 0));
     const std::vector<long long> sweep = args.integers("--sweep", {1, 2, 4, 8, 16, 32, 64}, 1, fdec::kMaxSplits);
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const std::string profile = args.choice("--profile", {"auto", "nosplit", "paged16", "paged64", "fa2tc"}, "");
+    args.gpu_only({"--sweep"});
     args.done();
     s.max_seq_len = static_cast<int>(nkv.back());
     fdec::Options opt;
@@ -221,7 +225,7 @@ int main(int argc, char** argv) {
     }
 
     // GPU: the timed shapes.
-    const ladder::TimingOptions topt{2, repeats, true};
+    const ladder::TimingOptions topt{repeats};
     double last_gbps = 0, last_copy = 0;
     for (long long n_kv : nkv) {
       fdec::DecodeShape t = s;
@@ -306,7 +310,7 @@ int main(int argc, char** argv) {
                 [&] {
                   fdec::decode_with_fa2tc(t, Q.data(), c.cache(fdec::CacheKind::Contiguous), O.data(), LSE.data());
                 },
-                {1, std::max(3, repeats / 2), true})
+                {std::max(3, repeats / 2)})
                 .median_ms;
         row("chapter 10 forward (FA2 grid)", "-", static_cast<long long>(t.B) * t.H_q, ms);
       }

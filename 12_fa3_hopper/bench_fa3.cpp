@@ -1,4 +1,4 @@
-// FA3 on Hopper at the PyTorch anchor shapes (torch_anchors2.py: SDPA flash and cuDNN, bf16),
+// FA3 on Hopper at the PyTorch anchor shapes (scripts/anchors/torch_anchors.py: SDPA flash and cuDNN, bf16),
 // with chapter 10's kernel in the same run.
 //   fwd/<keys>                 the chapter's best step (fa3::kBestStep), bf16
 //   step:<name>/<keys>         each step of the climb (tma, warpspec, pingpong, intrawg); one
@@ -7,6 +7,8 @@
 //   fp8/<keys>                 the FP8 forward (e4m3 inputs already quantised: the
 //                              quantisation is not part of the attention's time)
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
+//   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
+//                              inputs; skipped, with the reason, where it cannot run
 // <keys> as chapter 10's bench: /d=../N=../B=../H=..[/H_kv=..]/causal=0|1. TFLOP/s with the
 // FA convention (common/work.h): 4 B H N N_kv d, halved causal, for bf16 and FP8 alike.
 #include <cuda_fp8.h>
@@ -18,8 +20,10 @@
 
 #include "10_fa2_tensor_cores/fa2_tc.h"
 #include "bench.h"
+#include "cudnn_attention.h"
 #include "device_buffer.h"
 #include "fa3.h"
+#include "fp8_quant.h"
 #include "random.h"
 
 namespace {
@@ -50,31 +54,33 @@ void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::
       ladder::attention_fwd_work(s, 2));
 }
 
-// e4m3 inputs in the layout of fa3.h, uniform in [-1, 1), descales 1 (values, not scaling,
-// are what the timing sees); built once per shape.
-struct Fp8Data {
-  ladder::DeviceBuffer<std::uint8_t> Q8, K8, Vt8;
-  ladder::DeviceBuffer<float> dq, dk, dv;
-};
-std::vector<std::uint8_t> e4m3_bytes(std::size_t n, std::uint64_t seed) {
-  const std::vector<float> x = ladder::random_uniform(n, seed);
-  std::vector<std::uint8_t> b(n);
-  for (std::size_t i = 0; i < n; ++i) b[i] = __nv_fp8_e4m3(x[i]).__x;
-  return b;
+// One cuDNN attention per shape, kept: its plan is built once, outside the timing.
+void bench_cudnn(benchmark::State& state, AttentionShape s) {
+  if (!ladder::gpu_or_skip(state)) return;
+  static std::map<std::string, std::unique_ptr<ladder::CudnnAttention>> cache;
+  std::unique_ptr<ladder::CudnnAttention>& cudnn = cache[s.str()];
+  if (!cudnn) cudnn.reset(new ladder::CudnnAttention(s));
+  if (const std::string why = cudnn->unsupported_reason(ladder::CudnnAttention::Pass::Forward); !why.empty())
+    return state.SkipWithError(why.c_str());
+  const bf16 *Q = ladder::bench_input<bf16>(s.elems(), 1), *K = ladder::bench_input<bf16>(s.kv_elems(), 2),
+             *V = ladder::bench_input<bf16>(s.kv_elems(), 3);
+  bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
+  float* L = ladder::bench_output<float>(s.rows(), 0);
+  ladder::run_gpu(
+      state, [&] { cudnn->forward(Q, K, V, O, L); }, ladder::attention_fwd_work(s, 2));
 }
-const Fp8Data& fp8_data(const AttentionShape& s) {
-  static std::map<std::string, std::unique_ptr<Fp8Data>> cache;
-  std::unique_ptr<Fp8Data>& e = cache[s.str()];
+
+// The FP8 inputs of fa3.h, quantised on the device (per-block scales) from the same bf16
+// inputs as the bf16 rows, as the executable's FP8 run is from its bf16 problem: the values the
+// tensor cores see change the power they draw, and so the clock. Built once per shape; the
+// quantisation is not part of the timed attention.
+const fa3::Fp8Buffers& fp8_data(const AttentionShape& s) {
+  static std::map<std::string, std::unique_ptr<fa3::Fp8Buffers>> cache;
+  std::unique_ptr<fa3::Fp8Buffers>& e = cache[s.str()];
   if (!e) {
-    const std::size_t pad = fa3::fp8_kv_pad(s.nkv());
-    const std::size_t q_scales = s.heads() * ((s.N + fa3::kFp8RowsPerQScale - 1) / fa3::kFp8RowsPerQScale),
-                      k_scales = s.kv_heads() * ((s.nkv() + fa3::kFp8KeysPerKScale - 1) / fa3::kFp8KeysPerKScale);
-    e.reset(new Fp8Data{ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.elems(), 1)),
-                        ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_elems(), 2)),
-                        ladder::DeviceBuffer<std::uint8_t>(e4m3_bytes(s.kv_heads() * s.d * pad, 3)),
-                        ladder::DeviceBuffer<float>(std::vector<float>(q_scales, 1.0f)),
-                        ladder::DeviceBuffer<float>(std::vector<float>(k_scales, 1.0f)),
-                        ladder::DeviceBuffer<float>(std::vector<float>(s.kv_heads() * s.d, 1.0f))});
+    const bf16 *Q = ladder::bench_input<bf16>(s.elems(), 1), *K = ladder::bench_input<bf16>(s.kv_elems(), 2),
+               *V = ladder::bench_input<bf16>(s.kv_elems(), 3);
+    e.reset(new fa3::Fp8Buffers(fa3::quantize_fp8(s, Q, K, V, {fa3::Fp8Scaling::PerBlock, false})));
   }
   return *e;
 }
@@ -82,8 +88,7 @@ const Fp8Data& fp8_data(const AttentionShape& s) {
 void bench_fp8(benchmark::State& state, AttentionShape s) {
   if (!ladder::gpu_or_skip(state)) return;
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
-  const Fp8Data& x = fp8_data(s);
-  const fa3::Fp8Inputs in{x.Q8.data(), x.K8.data(), x.Vt8.data(), x.dq.data(), x.dk.data(), x.dv.data()};
+  const fa3::Fp8Inputs in = fp8_data(s).inputs();
   bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
   float* L = ladder::bench_output<float>(s.rows(), 0);
   ladder::run_gpu(
@@ -108,6 +113,7 @@ const bool registered = [] {
                             [s, step](benchmark::State& st) { bench_bf16(st, s, false, step); });
     ladder::gpu_benchmark("anchor:fa2_tc/fwd" + k,
                           [s](benchmark::State& st) { bench_bf16(st, s, true, fa3::kBestStep); });
+    ladder::gpu_benchmark("anchor:cudnn/fwd" + k, [s](benchmark::State& st) { bench_cudnn(st, s); });
     if (s.d == 128) {
       ladder::gpu_benchmark("tune:intrawg_stages3" + k,
                             [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });

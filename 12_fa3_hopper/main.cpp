@@ -1,7 +1,8 @@
 // Chapter 12 executable: FlashAttention-3 on Hopper. The CPU part checks the layout facts
 // the kernels rely on (the FP8 key permutation against the PTX fragment); on an sm_90a GPU,
 // every step and the FP8 kernel are checked against the fp64 reference (dense and causal,
-// GQA), then timed on the main shape beside chapter 10's kernel, in one run.
+// GQA), then timed on the main shape beside chapter 10's kernel and, when it is available,
+// cuDNN's attention on the same buffers (common/cudnn_attention.h), in one run.
 #include <cuda_runtime_api.h>
 
 #include <cstdio>
@@ -9,12 +10,15 @@
 #include <vector>
 
 #include "10_fa2_tensor_cores/fa2_tc.h"
+#include "10_fa2_tensor_cores/fa2_tc_arguments.h"
 #include "cli.h"
+#include "cudnn_attention.h"
 #include "device.h"
 #include "fa3.h"
-#include "fa3_problem.h"
 #include "fa3_kernel.h"
+#include "fa3_problem.h"
 #include "fp8_layout.h"
+#include "launch.h"
 #include "random.h"
 #include "reference_attention.h"
 #include "timing.h"
@@ -26,8 +30,9 @@ constexpr const char* kUsage =
     "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
     "  --N-kv N                    keys per head (default N)\n"
     "  --mask dense|causal         causal: query i sees keys j <= i + N_kv - N (default dense)\n"
-    "  --check-N N                 sequence length of the correctness checks (default 1000; B=2 H=4 H_kv=2)\n"
-    "  --repeats R                 timed repeats (default 10)\n"
+    "  --check-N N                 sequence length of the correctness checks (default 1000, at most 16384;\n"
+    "                              B=2 H=4 H_kv=2)\n"
+    "  --repeats R                 timed repeats (default 10, at most 10000)\n"
     "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n";
 
 // The FP8 P fragment needs no shuffle only if Vt8's permutation is the inverse of the
@@ -49,12 +54,17 @@ int main(int argc, char** argv) {
     const auto flags = ladder::common_flags(args);
     ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
     ladder::kv_shape_flags(args, s);
-    const int check_N = static_cast<int>(args.integer("--check-N", 1000));
-    const int repeats = static_cast<int>(args.integer("--repeats", 10));
+    const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));  // the fp64 reference's time
+    const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile =
         args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");
     args.done();
     ladder::validate(s, fa3::kSupportedD, ladder::KvHeads::Any);
+    // What the run and the launchers (this chapter's and chapter 10's, timed beside it) would
+    // refuse on the main shape, refused now, on every machine.
+    ladder::check_device_memory("the main shape " + s.str(), 2.0 * (3 * s.elems() + 2 * s.kv_elems()) + 8.0 * s.rows());
+    ladder::check_grid("the main shape " + s.str() + " (one row of blocks per head, B*H)", 1, s.heads());
+    fa2tc::check_shape(s, "the main shape " + s.str());
 
     ladder::Report report("12_fa3_hopper", flags.summary);
     report.out() << "shape " << s.str() << "\n";
@@ -89,7 +99,13 @@ int main(int argc, char** argv) {
       return 0;
     }
 
-    // Every step and FP8 against the fp64 reference, dense and causal, GQA (H = 4, H_kv = 2).
+    // cuDNN's attention, the in-process anchor: checked and timed beside the kernels when it
+    // runs here; otherwise one line says why, and the rest runs without it.
+    const std::string cudnn_why = ladder::CudnnAttention::unavailable_reason();
+    report.out() << "  cuDNN anchor: " << (cudnn_why.empty() ? ladder::CudnnAttention::version() : cudnn_why) << "\n";
+    using Pass = ladder::CudnnAttention::Pass;
+
+    // Every step, cuDNN and FP8 against the fp64 reference, dense and causal, GQA (H = 4, H_kv = 2).
     for (bool causal : {false, true}) {
       ladder::AttentionShape c{2, 4, check_N, s.d, causal};
       c.H_kv = 2;
@@ -104,6 +120,17 @@ int main(int argc, char** argv) {
         report.check(std::string("L ") + fa3::name(step) + " " + what, ladder::compare_lse(dev.L_host(), ref.L),
                      ladder::kLse);
       }
+      if (cudnn_why.empty()) {  // on the same inputs, against the same reference and bounds
+        ladder::CudnnAttention cudnn(c);
+        if (const std::string why = cudnn.unsupported_reason(Pass::Forward); !why.empty()) {
+          report.out() << "  cuDNN anchor: " << why << "\n";
+        } else {
+          dev.O.poison(), dev.L.poison();
+          cudnn.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data());
+          report.check("O cuDNN " + what, ladder::compare(dev.O_host(), ref.O), ladder::kBf16Attention);
+          report.check("L cuDNN " + what, ladder::compare_lse(dev.L_host(), ref.L), ladder::kLse);
+        }
+      }
       if (s.d == 128) {
         fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
         const auto ref8 = ladder::attention_forward_reference(c, q.Q.data(), q.K.data(), q.V.data());
@@ -112,9 +139,8 @@ int main(int argc, char** argv) {
       }
     }
 
-    // Time the main shape: every step, chapter 10, and FP8 (d = 128).
-    ladder::check_device_memory("the main shape " + s.str(), 2.0 * (3 * s.elems() + 2 * s.kv_elems()) + 8.0 * s.rows());
-    const ladder::TimingOptions opt{2, repeats, true};
+    // Time the main shape: every step, chapter 10, cuDNN, and FP8 (d = 128).
+    const ladder::TimingOptions opt{repeats};
     const ladder::Work work = ladder::attention_fwd_work(s, 2);
     char line[256];
     report.out() << "\n  " << s.str() << "                 median ms   TFLOP/s\n";
@@ -122,7 +148,7 @@ int main(int argc, char** argv) {
       std::snprintf(line, sizeof line, "  %-36s %10.3f %9.1f\n", name.c_str(), ms, work.tflops(ms));
       report.out() << line;
     };
-    double best_ms = 0, fp8_ms = 0;
+    double best_ms = 0, fp8_ms = 0, cudnn_ms = 0;  // cudnn_ms 0: not timed
     {
       fa3::OnDevice dev(fa3::make_problem(s, seed + 10));
       row("chapter 10 (FA2, mma.sync)", ladder::time_gpu([&] { dev.forward_fa2(); }, opt).median_ms);
@@ -131,13 +157,26 @@ int main(int argc, char** argv) {
         row(std::string("step ") + fa3::name(step), ms);
         if (step == fa3::kBestStep) best_ms = ms;
       }
+      if (cudnn_why.empty()) {  // cuDNN on the same buffers, with the same timer
+        ladder::CudnnAttention cudnn(s);
+        if (const std::string why = cudnn.unsupported_reason(Pass::Forward); !why.empty()) {
+          report.out() << "  cuDNN anchor: " << why << "\n";
+        } else {
+          auto cudnn_forward = [&] {
+            cudnn.forward(dev.Q.data(), dev.K.data(), dev.V.data(), dev.O.data(), dev.L.data());
+          };
+          cudnn_ms = ladder::time_gpu(cudnn_forward, opt).median_ms;
+          row("cuDNN", cudnn_ms);
+        }
+      }
       if (s.d == 128) {
         fa3::Fp8Problem q = fa3::quantize_on_host(fa3::make_problem(s, seed + 11), true);
         fp8_ms = ladder::time_gpu([&] { q.forward(); }, opt).median_ms;
         row("fp8 (e4m3, per-block scales)", fp8_ms);
       }
     }
-    std::snprintf(line, sizeof line, "FA3 bf16 %s: %.1f TFLOP/s; fp8 %s TFLOP/s", s.str().c_str(), work.tflops(best_ms),
+    std::snprintf(line, sizeof line, "FA3 bf16 %s: %.1f TFLOP/s %s; fp8 %s TFLOP/s", s.str().c_str(),
+                  work.tflops(best_ms), ladder::versus_cudnn(best_ms, cudnn_ms).c_str(),
                   s.d == 128 ? std::to_string(work.tflops(fp8_ms)).substr(0, 6).c_str() : "n/a");
     return report.summary(line);
   });

@@ -22,19 +22,15 @@ bool gpu_or_skip(benchmark::State& state) {
 }
 
 void run_gpu(benchmark::State& state, const std::function<void()>& work, const Work& w) {
-  work();  // warm-up: module load, first-touch, handle creation stay out of the numbers
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<double> times;
-  for (auto _ : state) {
-    flush_l2();
-    const double ms = time_once_ms(work);
-    state.SetIterationTime(ms * 1e-3);
-    times.push_back(ms);
-  }
-  const double median = summarise(times).median_ms;
-  state.counters["ms"] = median;
-  if (w.bytes > 0) state.counters["GB/s"] = w.gbps(median);
-  if (w.flops > 0) state.counters["TFLOP/s"] = w.tflops(median);
+  const Timing t = time_gpu(work);
+  for (auto _ : state) state.SetIterationTime(t.median_ms * 1e-3);
+  state.counters["ms"] = t.median_ms;
+  state.counters["p10_ms"] = t.p10_ms;
+  state.counters["p90_ms"] = t.p90_ms;
+  state.counters["repeats"] = t.repeats;
+  state.counters["warmup_ms"] = t.warmup_ms;
+  if (w.bytes > 0) state.counters["GB/s"] = w.gbps(t.median_ms);
+  if (w.flops > 0) state.counters["TFLOP/s"] = w.tflops(t.median_ms);
 }
 
 namespace {
@@ -75,7 +71,10 @@ template float* bench_output<float>(std::size_t, int);
 template bf16* bench_output<bf16>(std::size_t, int);
 
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
-  return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))->UseManualTime()->Unit(benchmark::kMillisecond);
+  return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))
+      ->UseManualTime()
+      ->Unit(benchmark::kMillisecond)
+      ->Iterations(1);
 }
 
 }  // namespace ladder

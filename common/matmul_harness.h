@@ -124,7 +124,7 @@ struct Race {
   std::vector<Result> kernels;
   Result anchor;
 };
-// ladder::time_gpu of every kernel and the anchor on the same problem.
+// ladder::time_gpu of every kernel, then of the anchor, on the same problem.
 template <class In>
 Race time_all(const std::vector<Contender<In>>& kernels, const Contender<In>& anchor, Problem<In>& p,
               const ladder::TimingOptions& opt);

@@ -3,14 +3,19 @@
 
     scripts/results.py RUN_DIR OUT_DIR [--readme README.md]
 
-RUN_DIR holds what gpu_check.sh wrote (bench/<chapter>.json, anchors.json, ncu/, logs/).
+RUN_DIR holds what gpu_check.sh wrote (bench/<chapter>.json, anchors.json and anchors2.json from
+scripts/anchors/torch_anchors.py, timing/ from scripts/timing_study.sh, ncu/, logs/).
 OUT_DIR gets, per chapter, bench.json (the Google Benchmark JSON, unchanged), table.md and
-plot.png, plus README.md (GPU, date, commit, checks, one line per chapter). With --readme,
-the block between <!-- results:begin --> and <!-- results:end --> in that file is replaced
-by the ladder table. Every number comes from the JSON and logs; none is typed here.
+plot.png, plus README.md (GPU, date, commit, how the figures were timed, checks, one line per
+chapter), summary.json (each chapter's headline ratios) and the anchors. With --readme, each
+chapter README's block between <!-- results:NN_topic --> and <!-- /results:NN_topic --> gets the
+chapter's table, and the top README's <!-- r:NN_topic --> cells the executables' summary lines.
+Every number comes from the JSON and logs; none is typed here.
 
-Benchmark names follow CONTRIBUTING.md: <variant>/<key>=<value>/..., anchors anchor:<what>/...
+Benchmark names follow CONTRIBUTING.md: <variant>/<key>=<value>/..., anchors anchor:<what>/...;
+the variant is every leading part without '=' (anchor:cudnn/fwd).
 """
+import argparse
 import json
 import pathlib
 import re
@@ -25,8 +30,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
+# The H200's peaks the tensor-core chapters (09-13) are read against. NVIDIA H200 SXM datasheet:
+# BF16 tensor core 1,979 TFLOP/s with 2:4 sparsity, so 989 dense; HBM3e 4.8 TB/s.
+H200_BF16_DENSE_TFLOPS = 989.0
+H200_HBM_GBPS = 4800.0
+
 # Per chapter: the metric to show, the variant every cell is compared with ("baseline"),
-# the parameter on the x axis of the plot, and extra ratio tables (the issues' targets).
+# the parameter on the x axis of the plot, extra ratio tables (the issues' targets), whether the
+# table states the fraction of the H200's peak ("peak") and the in-process cuDNN anchor ("cudnn").
 CONFIG = {
     "01_vector_add": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", x="n"),
     "02_matmul_naive": dict(metric="TFLOP/s", baseline="anchor:cublas_sgemm"),
@@ -44,14 +55,14 @@ CONFIG = {
                                         ("standard_backward", "fa2_backward_atomic",
                                          "standard backward time / FA backward (atomic) time")]),
     "08_spilling_study": dict(metric="TFLOP/s", plot=False, csv="spill_table.csv"),
-    "09_tensor_core_matmul": dict(metric="TFLOP/s", baseline="anchor:cublas_bf16"),
-    "10_fa2_tensor_cores": dict(metric="TFLOP/s", plot=False,
+    "09_tensor_core_matmul": dict(metric="TFLOP/s", baseline="anchor:cublas_bf16", peak=True),
+    "10_fa2_tensor_cores": dict(metric="TFLOP/s", plot=False, peak=("fwd", "bwd"), cudnn=("fwd", "bwd"),
                                 time_ratios=[("fwd_fa1norm", "fwd", "FA1-normalised forward time / FA2 forward time"),
                                              ("bwd", "fwd", "backward time / forward time")]),
-    "11_flash_decoding": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", plot=False),
-    "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc", plot=False,
+    "11_flash_decoding": dict(metric="GB/s", baseline="anchor:cudaMemcpy_d2d", plot=False, peak=("decode",)),
+    "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc/fwd", plot=False, peak=True, cudnn=("fwd",),
                           time_ratios=[("fwd", "fp8", "bf16 forward time / FP8 forward time")]),
-    "13_ring_attention": dict(metric="TFLOP/s", plot=False),
+    "13_ring_attention": dict(metric="TFLOP/s", plot=False, peak=True),
 }
 
 
@@ -62,14 +73,29 @@ HOOKS = {
 }
 
 
+# Parts Google Benchmark appends to a name (/iterations:1, /repeats:3, /manual_time, ...).
+GB_SUFFIX = re.compile(r"^(iterations|repeats|min_time|min_warmup_time|threads|manual_time|real_time|process_time)"
+                       r"(:.*)?$")
+
+
+def load_json(path):
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"results.py: cannot read {path}: {e}")
+
+
 def parse(path):
-    data = json.loads(path.read_text())
+    data = load_json(path)
+    if not isinstance(data, dict):
+        raise SystemExit(f"results.py: {path} is not Google Benchmark JSON (no 'benchmarks')")
     rows = []
     for b in data.get("benchmarks", []):
         if b.get("run_type") == "aggregate":
             continue
-        name = re.sub(r"/manual_time$", "", b["name"])
-        variant, *rest = name.split("/")
+        parts = [p for p in b["name"].split("/") if not GB_SUFFIX.match(p)]
+        lead = next((i for i, p in enumerate(parts) if "=" in p), len(parts))
+        variant, rest = "/".join(parts[:lead]), parts[lead:]
         params = dict(p.split("=", 1) for p in rest if "=" in p)
         error = b.get("error_message") if (b.get("error_occurred") or b.get("skipped")) else None
         rows.append(dict(variant=variant, params=params, ms=b.get("ms"), metric={k: b.get(k) for k in ("GB/s", "TFLOP/s")},
@@ -88,12 +114,14 @@ def key_of(params):
     return "/".join(f"{k}={v}" for k, v in params.items())
 
 
-def table(rows, cfg):
+def table(rows, cfg, context=None):
     metric, base = cfg["metric"], cfg.get("baseline")
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     shapes = list(dict.fromkeys(key_of(r["params"]) for r in rows))
     cell = {(key_of(r["params"]), r["variant"]): r for r in rows}
-    out = [f"{metric}, median of the timed iterations" + (f"; (x) = fraction of `{base}` in the same run" if base else ""),
+    how = ("the median of one `ladder::time_gpu` call per row (common/timing.h)" if (context or {}).get("timing")
+           else "median of the timed iterations")
+    out = [f"{metric}, {how}" + (f"; (x) = fraction of `{base}` in the same run" if base else ""),
            "", "| shape | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---" * (len(variants) + 1) + "|"]
     for s in shapes:
         b = cell.get((s, base))
@@ -121,6 +149,82 @@ def table(rows, cfg):
         if lines:
             out += ["", f"**{label}**", "", f"| shape | `{num}` ms | `{den}` ms | ratio |", "|---|---|---|---|"] + lines
     return "\n".join(out) + "\n"
+
+
+def peak_section(rows, cfg):
+    """The chapter's kernels and its anchors as a fraction of the H200's peak (chapters 09-13): dense
+    BF16 tensor-core FLOPs, or HBM bandwidth for a GB/s chapter. cfg["peak"]: the variants to show, or
+    True for each shape's fastest (experiments, tune:*, left out); with a baseline, only the shapes
+    that have it."""
+    metric, base, which = cfg["metric"], cfg.get("baseline"), cfg["peak"]
+    peak, what = ((H200_HBM_GBPS, "HBM3e bandwidth, 4.8 TB/s") if metric == "GB/s" else
+                  (H200_BF16_DENSE_TFLOPS, "dense BF16 tensor-core peak, 989 TFLOP/s"))
+    ok = [r for r in rows if not r["error"] and value(r, metric)]
+    frac = lambda r: f"{value(r, metric):.1f} ({value(r, metric) / peak:.2f})"  # noqa: E731
+    lines = []
+    for s in dict.fromkeys(key_of(r["params"]) for r in ok):
+        here = [r for r in ok if key_of(r["params"]) == s]
+        if base and not any(r["variant"] == base for r in here):
+            continue
+        if which is True:
+            # fp32 rows run on CUDA cores and FP8 has a peak of its own (twice bf16's): neither is read against bf16's.
+            ours = [r for r in here if not r["variant"].startswith(("anchor:", "tune:", "fp32_", "fp8"))]
+            ours = [max(ours, key=lambda r: value(r, metric))] if ours else []
+        else:
+            ours = [r for v in which for r in here if r["variant"] == v]
+        if not ours:
+            continue
+        anchors = ", ".join(f"`{r['variant']}` {frac(r)}" for r in here if r["variant"].startswith("anchor:"))
+        lines.append(f"| {s} | " + ", ".join(f"`{r['variant']}` {frac(r)}" for r in ours) + f" | {anchors} |")
+    if not lines:
+        return ""
+    return "\n".join(["", f"**Against the H200's {what}** (NVIDIA H200 SXM datasheet): {metric} and, in brackets, "
+                      "the fraction of that peak" +
+                      (", for each shape's fastest kernel (fp32, FP8 and tune: rows left out)" if which is True else ""),
+                      "", "| shape | this chapter | in-run anchors |", "|---|---|---|"] + lines) + "\n"
+
+
+def pytorch_cudnn(anchors, params, direction):
+    """PyTorch SDPA's cuDNN figure (TFLOP/s) at a chapter's shape, from torch_anchors' records."""
+    B, H, N, d, causal = (params.get(k) for k in ("B", "H", "N", "d", "causal"))
+    for a in anchors:
+        if a.get("impl") != "cudnn":
+            continue
+        if "H_kv" in params:
+            if (a.get("kind") == "gqa_bf16" and causal == "1" and
+                    a.get("shape", "").startswith(f"B{B} Hq{H} Hkv{params['H_kv']} N{N} d{d}")):
+                return a.get("tflops") if direction == "fwd" else a.get("bwd_tflops")
+        elif (a.get("kind") == "sdpa_bf16" and a.get("shape") == f"B{B} H{H} N{N} d{d}" and
+              bool(a.get("causal")) == (causal == "1")):
+            return a.get(f"{direction}_tflops")
+    return None
+
+
+def cudnn_section(rows, cfg, anchors):
+    """Chapters 10 and 12: the chapter's kernel, cuDNN's attention timed in the benchmark's own process
+    (anchor:cudnn/<direction>) and PyTorch SDPA's cuDNN backend in the same run, side by side."""
+    cell = {(r["variant"], key_of(r["params"])): r for r in rows if not r["error"]}
+    lines = []
+    for direction in cfg.get("cudnn", ()):
+        for r in rows:
+            if r["variant"] != f"anchor:cudnn/{direction}" or r["error"]:
+                continue
+            s = key_of(r["params"])
+            ours, cpp = cell.get((direction, s)), value(r, "TFLOP/s")
+            ours_v = value(ours, "TFLOP/s") if ours else None
+            torch_v = pytorch_cudnn(anchors, r["params"], direction)
+            f = lambda x: "—" if x is None else f"{x:.1f}"  # noqa: E731
+            q = lambda a, b: "—" if a is None or not b else f"{a / b:.2f}"  # noqa: E731
+            lines.append(f"| {s} | {direction} | {f(ours_v)} | {f(cpp)} | {q(ours_v, cpp)} | {f(torch_v)} "
+                         f"| {q(cpp, torch_v)} |")
+    if not lines:
+        return ""
+    return "\n".join(["", "**cuDNN two ways**: `anchor:cudnn` is cuDNN's fused attention called from this chapter's "
+                      "benchmark (C++, the cuDNN frontend, the same inputs and timing); PyTorch SDPA cuDNN is "
+                      "`torch_anchors.py` in the same run. Their ratio shows what the two routes to the same library "
+                      "differ by.", "",
+                      "| shape | pass | this chapter TFLOP/s | cuDNN, C++ | this chapter / cuDNN C++ | PyTorch SDPA cuDNN "
+                      "| cuDNN C++ / PyTorch |", "|---|---|---|---|---|---|---|"] + lines) + "\n"
 
 
 def plot(rows, cfg, title, path):
@@ -189,20 +293,39 @@ def csv_table(path):
     return "\n".join(out) + "\n"
 
 
-def anchors_section(run, out):
-    """PyTorch's figures from the same run (../shared/anchors/torch_anchors.py), and the FA chapters next to
-    PyTorch's fp32 scaled_dot_product_attention (memory-efficient backend) at the shapes both measured."""
-    path = run / "anchors.json"
+def load_anchors(path):
+    """torch_anchors' records (a list), or [] when the file is missing or is not such a list."""
     if not path.exists():
         return []
-    anchors = json.loads(path.read_text())
-    lines = ["", "## PyTorch anchors, same run", "",
-             "Measured by `torch_anchors.py` (PyTorch 2.11, `triton.testing.do_bench`, median) on the same machine",
-             "between this run's benchmarks. [anchors.json](anchors.json) holds them all.", "",
+    data = load_json(path)
+    return [a for a in data if isinstance(a, dict)] if isinstance(data, list) else []
+
+
+def chapter_anchors(run, name, chapter):
+    """A chapter re-measured in another session brings its own anchors: <name>_<chapter>.json."""
+    own = run / name.replace(".json", f"_{chapter}.json")
+    return load_anchors(own if own.exists() else run / name)
+
+
+def anchors_section(run, out):
+    """PyTorch's figures from the same run (scripts/anchors/torch_anchors.py), and the FA chapters next to
+    PyTorch's fp32 scaled_dot_product_attention (memory-efficient backend) at the shapes both measured."""
+    anchors = load_anchors(run / "anchors.json")
+    if not anchors:
+        return []
+    meta = next((a for a in anchors if a.get("kind") == "meta"), None)
+    how = (f"Measured by `scripts/anchors/torch_anchors.py` (PyTorch {meta.get('torch')}, CUDA {meta.get('cuda')}, "
+           f"cuDNN {meta.get('cudnn')}) on the same GPU in the same run as the benchmarks, timed the way they are: "
+           f"{meta.get('method')}." if meta else
+           "Measured by `torch_anchors.py` (PyTorch 2.11, `triton.testing.do_bench`, median) on the same machine "
+           "between this run's benchmarks.")
+    lines = ["", "## PyTorch anchors, same run", "", how,
+             "[anchors.json](anchors.json) and [anchors2.json](anchors2.json) hold them all.", "",
              "| kind | impl | shape | ms | TFLOP/s or GB/s |", "|---|---|---|---|---|"]
     for a in anchors:
-        if a["kind"] in ("copy", "vector_add", "softmax", "gemm") and "bf16" not in a["impl"]:
-            lines.append(f"| {a['kind']} | {a['impl']} | {a['shape']} | {a['ms']} | {a.get('tflops', a.get('gbps'))} |")
+        if a.get("kind") in ("copy", "vector_add", "softmax", "gemm") and "bf16" not in a.get("impl", ""):
+            figure = a.get("error") or a.get("tflops", a.get("gbps"))
+            lines.append(f"| {a['kind']} | {a.get('impl')} | {a.get('shape')} | {a.get('ms', '')} | {figure} |")
     ours = {}
     for chapter, variant, kind in (("06_fa2_forward", "fa2", "attn_fwd"), ("07_fa_backward", "fa2_backward_atomic",
                                                                              "attn_bwd")):
@@ -214,9 +337,9 @@ def anchors_section(run, out):
                     ours[(kind, int(p["N"]), int(p["d"]), p["causal"] == "1")] = r["metric"]["TFLOP/s"]
     rows = []
     own07 = run / "anchors_07_fa_backward.json"  # 07 re-measured in a later session, with its own anchors
-    bwd_anchors = json.loads(own07.read_text()) if own07.exists() else anchors
-    for a in [x for x in anchors if x["kind"] == "attn_fwd"] + [x for x in bwd_anchors if x["kind"] == "attn_bwd"]:
-        m = re.match(r"B(\d+) H(\d+) N(\d+) d(\d+) causal=(\w+)", a["shape"])
+    bwd_anchors = load_anchors(own07) if own07.exists() else anchors
+    for a in [x for x in anchors if x.get("kind") == "attn_fwd"] + [x for x in bwd_anchors if x.get("kind") == "attn_bwd"]:
+        m = re.match(r"B(\d+) H(\d+) N(\d+) d(\d+) causal=(\w+)", a.get("shape", ""))
         if a["kind"] in ("attn_fwd", "attn_bwd") and a["impl"] == "sdpa-efficient float32" and m:
             key = (a["kind"], int(m.group(3)), int(m.group(4)), m.group(5) == "True")
             if key in ours and a.get("tflops"):
@@ -266,7 +389,7 @@ def spill_reading(table_csv, ncu_csv):
     worst = min(sweep, key=lambda r: f(r, "tflops"))
     rows, num = spill_rows(ncu_csv)
     by = {r["kind"]: r for r in rows}
-    lines = [f"*Read from this run's tables by `scripts/results.py`.*", ""]
+    lines = ["*Read from this run's tables by `scripts/results.py`.*", ""]
     if first_spill:
         lines.append(f"- **Where spilling starts.** The uncapped lecture kernel uses {lecture['registers']} registers. "
                      f"Capped at {first_spill['maxrreg']} it spills ({first_spill['spill_store_bytes']} B of spill "
@@ -299,6 +422,7 @@ def spill_reading(table_csv, ncu_csv):
 #   ("ratio", chapter, variant_a, variant_b, params, metric): value(a) / value(b)
 #   ("time_ratio", chapter, variant_a, variant_b, params):     ms(a) / ms(b)
 #   ("anchor", chapter, variant, params, metric, anchors_file, match, anchor_metric): ours / PyTorch's
+# (the in-process cuDNN anchor of 10 and 12, anchor:cudnn/fwd and /bwd, is a "ratio": the same benchmark run)
 #   ("best", chapter, base, params, metric): the best non-anchor variant / base
 # (Chapters that compute their headline themselves write bench/<chapter>.summary.json,
 # which is merged as it is.)
@@ -339,7 +463,9 @@ SUMMARY = {
         "bwd_vs_sdpa_flash": ("anchor", "10_fa2_tensor_cores", "bwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
                               dict(SDPA_D128, impl="flash"), "bwd_tflops"),
         "fwd_vs_sdpa_cudnn": ("anchor", "10_fa2_tensor_cores", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
-                              dict(SDPA_D128, impl="cudnn"), "fwd_tflops")},
+                              dict(SDPA_D128, impl="cudnn"), "fwd_tflops"),
+        "fwd_vs_cudnn": ("ratio", "10_fa2_tensor_cores", "fwd", "anchor:cudnn/fwd", TC_SHAPE, "TFLOP/s"),
+        "bwd_vs_cudnn": ("ratio", "10_fa2_tensor_cores", "bwd", "anchor:cudnn/bwd", TC_SHAPE, "TFLOP/s")},
     "11_flash_decoding": {
         "vs_copy": ("ratio", "11_flash_decoding", "decode", "anchor:cudaMemcpy_d2d", DECODE, "GB/s"),
         "vs_sdpa_flash": ("anchor", "11_flash_decoding", "decode", DECODE, "GB/s", "anchors2.json",
@@ -347,6 +473,7 @@ SUMMARY = {
     "12_fa3_hopper": {
         "fwd_vs_sdpa_cudnn": ("anchor", "12_fa3_hopper", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
                               dict(SDPA_D128, impl="cudnn"), "fwd_tflops"),
+        "fwd_vs_cudnn": ("ratio", "12_fa3_hopper", "fwd", "anchor:cudnn/fwd", TC_SHAPE, "TFLOP/s"),
         "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s")},
     # 13_ring_attention: its run (13_ring_attention/run_two_gpu.sh) writes bench/13_ring_attention.summary.json.
 }
@@ -419,11 +546,8 @@ def summary_json(run, out):
                     v = max(value(r, spec[4]) for r in rows) / value(base, spec[4])
             elif kind == "anchor":
                 ours = find(ch, spec[2], spec[3])
-                # A chapter re-measured in another session brings its own anchors: anchors_<chapter>.json.
-                own = run / spec[5].replace(".json", f"_{ch}.json")
-                path = own if own.exists() else run / spec[5]
-                if ours and path.exists():
-                    match = [a for a in json.loads(path.read_text())
+                if ours:
+                    match = [a for a in chapter_anchors(run, spec[5], ch)
                              if all(a.get(k) == x for k, x in spec[6].items()) and a.get(spec[7])]
                     if match:
                         v = value(ours, spec[4]) / match[0][spec[7]]
@@ -432,14 +556,14 @@ def summary_json(run, out):
         if entry:
             result[chapter] = entry
     for extra in sorted((run / "bench").glob("*.summary.json")):  # chapters that compute their own
-        result.setdefault(extra.name.split(".")[0], {}).update(json.loads(extra.read_text()))
+        result.setdefault(extra.name.split(".")[0], {}).update(load_json(extra))
     # Chapter 13 on ONE GPU (its loopback ring, .handoff/13/request.sh): the same ratios against one
     # chapter-10 call on the whole sequence, under loopback_* keys; the issue's fwd_eff, fwdbwd_eff and
     # causal_zigzag_eff are two-GPU figures and come only from run_two_gpu.sh (*.summary.json above).
     loopback = run / "handoff" / "13" / "ratios_loopback.json"
     if loopback.exists():
         entry = result.setdefault("13_ring_attention", {})
-        for key, v in json.loads(loopback.read_text()).items():
+        for key, v in load_json(loopback).items():
             entry.setdefault("loopback_" + key, v)
     context = {}
     for p in (run / "bench").glob("*.json"):
@@ -461,11 +585,49 @@ def ctest_line(log):
     return m.group(0) if m else "no summary (see the log)"
 
 
+def method_section(context):
+    """How the figures were timed: the paragraph of results/README.md."""
+    if not context.get("timing"):
+        return ["## How the figures were timed", "",
+                "These benchmarks predate the single timing method of `common/timing.h`: each table row is the",
+                "median of Google Benchmark's iterations (one warm-up run, then iterations until",
+                "`--benchmark_min_time`, the L2 flushed before each), while the executables' summary lines are",
+                "medians of `ladder::time_gpu` after two or three warm-up runs, right after their correctness",
+                "checks. The two can differ by several percent for the same kernel (clocks: a GPU that has just been",
+                "idle runs faster than one under sustained load); compare a summary line with a table row of the",
+                "same run only with that in mind.", ""]
+    return ["## How the figures were timed", "",
+            "Every figure here, the chapters' tables, the executables' summary lines and the PyTorch anchors, is",
+            "one call of the same routine, `ladder::time_gpu` (`common/timing.h`; `scripts/anchors/torch_anchors.py`",
+            "does the same steps in Python):",
+            "",
+            f"> {context['timing']}",
+            "",
+            "The warm-up runs the work back to back until the GPU's clock has settled where sustained load keeps",
+            "it (an idle GPU boosts, and its power limit pulls the clock down again under heavy work), so a",
+            "figure does not depend on what ran before it. A table row and a summary line of the same kernel,",
+            "shape and inputs are therefore the same measurement and differ by run-to-run noise only (the",
+            "executables may take fewer repeats: `--repeats`). Figures measured otherwise on purpose: chapter",
+            "01's first-launch column (the lesson of that chapter), Nsight Compute's durations (one launch,",
+            "serialised), and chapter 13's ring times (events on every GPU of the ring, the slowest rank).", ""]
+
+
 def main():
-    run, out = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
-    readme = pathlib.Path(sys.argv[sys.argv.index("--readme") + 1]) if "--readme" in sys.argv else None
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=pathlib.Path, help="what scripts/gpu_check.sh wrote (its bench/, logs/, ...)")
+    ap.add_argument("out", type=pathlib.Path, help="where the published results go (results/)")
+    ap.add_argument("--readme", type=pathlib.Path, help="the top README.md: its chapters' tables and ladder column")
+    args = ap.parse_args()
+    run, out, readme = args.run, args.out, args.readme
+    if not (run / "bench").is_dir():
+        ap.error(f"{run} has no bench/ folder: give the OUTDIR of a scripts/gpu_check.sh run")
+    if readme and not readme.is_file():
+        ap.error(f"--readme {readme}: no such file")
     chapters_root = readme.parent if readme else None
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        ap.error(f"cannot create {out}: {e.strerror}")
     context, index = {}, []
     for path in sorted((run / "bench").glob("*.json")):
         if path.stem.endswith(".summary"):
@@ -487,7 +649,11 @@ def main():
             extra += "\n**The executable's table** (`--csv`):\n\n" + csv_table(run / "ncu" / cfg["csv"])
         has_plot = cfg.get("plot", True) and plot(rows, cfg, f"{chapter}: {cfg['metric']} on {context.get('gpu', '?').split(' (')[0]}",
                         d / "plot.png")
-        body = table(rows, cfg) + extra
+        body = table(rows, cfg, context) + extra
+        if cfg.get("cudnn"):
+            body += cudnn_section(rows, cfg, chapter_anchors(run, "anchors2.json", chapter))
+        if cfg.get("peak"):
+            body += peak_section(rows, cfg)
         figures = "![plot](plot.png)\n\n" if has_plot else ""
         figures += "".join(f"![{p.stem}]({p.name})\n\n" for p in sorted(d.glob("*.png")) if p.name != "plot.png")
         (d / "table.md").write_text(header + figures + body)
@@ -505,9 +671,14 @@ def main():
             m = re.match(r"^(\d\d_\w+)\s+(PASS|FAIL|CPU-ONLY)\s+(.*)$", line)
             if m:
                 ladder[m.group(1)] = (m.group(2), m.group(3))
-    for name in ("anchors.json", "anchors2.json"):
-        if (run / name).exists():
-            shutil.copy(run / name, out / name)
+    for path in sorted(run.glob("anchors*.json")):  # anchors.json, anchors2.json and any chapter's own
+        shutil.copy(path, out / path.name)
+    timing = run / "timing"  # scripts/timing_study.sh: what the warm-up changes
+    if (timing / "timing_study.md").exists():
+        (out / "timing").mkdir(exist_ok=True)
+        for f in ("timing_study.md", "timing_study.csv", "timing_study.log", "smi.csv"):
+            if (timing / f).exists():
+                shutil.copy(timing / f, out / "timing" / f)
     ncu = run / "ncu"
     if ncu.exists():
         for f in ncu.glob("*.csv"):
@@ -560,13 +731,19 @@ def main():
             fill(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
     summary_json(run, out)
     anchor_lines = anchors_section(run, out)
+    bench_context = next((parse(p)[0] for p in sorted((run / "bench").glob("*.json"))
+                          if not p.stem.endswith(".summary") and parse(p)[0].get("timing")), context)
+    method = method_section(bench_context)
+    if (out / "timing" / "timing_study.md").exists():
+        method += ["What the warm-up changes, measured with the clock beside it: [timing/timing_study.md]"
+                   "(timing/timing_study.md) (`scripts/timing_study.sh`).", ""]
     provenance = run / "PROVENANCE.md"  # where a publication joins more than one call, it says how
     lines = [f"# Results: {context.get('gpu', '?')}", ""] + (
         provenance.read_text().strip().splitlines() if provenance.exists() else
         [f"Date {context.get('date', '?')}, commit {context.get('git_commit', '?')}; every figure below and in the",
          "chapter folders comes from one `scripts/gpu_check.sh` run on that GPU."]) + ["",
              f"- tests (CPU + GPU): {ctest_line(run / 'logs' / 'test.log')}",
-             f"- compute-sanitizer (memcheck, racecheck): {ctest_line(run / 'logs' / 'sanitizer.log')}", "",
+             f"- compute-sanitizer (memcheck, racecheck): {ctest_line(run / 'logs' / 'sanitizer.log')}", ""] + method + [
              "| chapter | check | the executable's summary line | tables and plot |", "|---|---|---|---|"]
     for chapter in sorted(set(index) | set(ladder)):
         status, text = ladder.get(chapter, ("", ""))
