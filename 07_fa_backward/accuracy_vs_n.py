@@ -10,14 +10,19 @@ GPU and minutes on a CPU).
 DIR/N<N>/ holds Q, K, V, dO, O, L and dQ/dK/dV_<path>_<summation>.npy ([1, 2, N, d]).
 Prints one table; writes OUT.csv (default DIR/accuracy.csv): N, tensor, impl, rel_l2.
 """
+import argparse
 import csv
 import math
 import pathlib
 import sys
 
 import numpy as np
-import torch
-from torch.nn.attention import SDPBackend, sdpa_kernel
+
+try:
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:
+    torch = None  # main() says so (after --help, which needs no PyTorch)
 
 
 def rel_l2(out, ref):
@@ -42,8 +47,18 @@ def reference(Q, K, V, dO):
 
 
 def main():
-    root = pathlib.Path(sys.argv[1])
-    out_csv = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else root / "accuracy.csv"
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dir", type=pathlib.Path, help="what 07_fa_backward --accuracy ... --dump DIR wrote")
+    ap.add_argument("out_csv", nargs="?", type=pathlib.Path, help="default: DIR/accuracy.csv")
+    args = ap.parse_args()
+    root = args.dir
+    out_csv = args.out_csv or root / "accuracy.csv"
+    if not sorted(root.glob("N*")):
+        ap.error(f"{root}: no N<N>/ folders (write them with 07_fa_backward --accuracy N1,N2,.. --dump {root})")
+    if torch is None:
+        sys.exit("accuracy_vs_n.py needs PyTorch (pip install torch; requirements.txt)")
+    if not torch.cuda.is_available():
+        sys.exit("accuracy_vs_n.py needs a CUDA GPU (the fp64 reference at N = 32768 takes minutes on a CPU)")
     dev = "cuda"
     rows = []
     for case in sorted(root.glob("N*"), key=lambda p: int(p.name[1:])):

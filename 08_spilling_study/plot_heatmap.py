@@ -9,11 +9,11 @@ TABLE_CSV   the table written by `08_spilling_study --csv FILE` (compile-time co
 OUTDIR      gets spill_heatmap.png: time (TFLOP/s in each cell); registers per thread (spill bytes in each
             cell); blocks per SM with the occupancy, when the CSV has it.
 """
+import argparse
 import csv
 import json
 import re
 import statistics
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -76,12 +76,18 @@ def heatmap(ax, values, labels, title, cmap):
     plt.colorbar(image, ax=ax, shrink=0.8)
 
 
-def main(argv):
-    if len(argv) != 4:
-        sys.exit(__doc__)
-    times, n = sweep_times(argv[1])
-    table = sweep_table(argv[2])
-    outdir = Path(argv[3])
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_json", type=Path)
+    ap.add_argument("table_csv", type=Path)
+    ap.add_argument("outdir", type=Path)
+    args = ap.parse_args()
+    for f in (args.bench_json, args.table_csv):
+        if not f.is_file():
+            ap.error(f"{f}: no such file")
+    times, n = sweep_times(args.bench_json)
+    table = sweep_table(args.table_csv)
+    outdir = args.outdir
     outdir.mkdir(parents=True, exist_ok=True)
 
     def time_of(r, c):
@@ -119,4 +125,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    main()

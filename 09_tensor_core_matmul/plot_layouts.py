@@ -1,20 +1,27 @@
 #!/usr/bin/env python3
-"""Draws fragments.png for the README from the chapter's own layout printer.
+"""Draws figures/fragments.png for the README from the chapter's own layout printer.
 
-    build/bin/09_tensor_core_matmul --layouts-csv | python3 09_tensor_core_matmul/plot_layouts.py OUT.png
+    build/bin/09_tensor_core_matmul --layouts-csv | python3 09_tensor_core_matmul/plot_layouts.py [OUT.png]
+    (scripts/figures/make_all.py runs it with the other figures)
 
 Four panels, every number taken from the CSV (tc_layout.h's models, which the tests check
 against the PTX ISA): mma.m16n8k16's A (16 x 16), B (16 x 8, as k x n) and C (16 x 8)
 fragments, coloured by the lane holding each element and labelled lane:register, and
 the bank group of each 16-byte chunk of an 8-row tile, plain and 128B-swizzled.
 """
+import argparse
 import csv
+import pathlib
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts" / "figures"))
+from timeline import save_palette  # noqa: E402  (the figure scripts' small palette PNG)
 
 
 def read(stream):
@@ -63,8 +70,18 @@ def banks(ax, swizzle, column, title):
 
 
 def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else "fragments.png"
-    tables, swizzle = read(sys.stdin)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("out", nargs="?", default=HERE / "figures" / "fragments.png",
+                    help="the PNG to write (default: 09_tensor_core_matmul/figures/fragments.png)")
+    out = ap.parse_args().out
+    if sys.stdin.isatty():
+        ap.error("reads the CSV on stdin: build/bin/09_tensor_core_matmul --layouts-csv | python3 " + sys.argv[0])
+    try:
+        tables, swizzle = read(sys.stdin)
+    except ValueError as e:
+        ap.error(f"stdin is not the --layouts-csv output ({e})")
+    if not all(k in tables for k in ("mma_a", "mma_b", "mma_c")) or not swizzle:
+        ap.error("stdin holds no fragment tables: pipe in what 09_tensor_core_matmul --layouts-csv prints")
     fig = plt.figure(figsize=(13, 10))
     spec = fig.add_gridspec(2, 4, height_ratios=[1.0, 0.62])
     fragment(fig.add_subplot(spec[0, 0:2]), tables["mma_a"], 16, 16, "a", "A fragment, 16 x 16 (lane / register)",
@@ -81,8 +98,12 @@ def main():
               "columns 2 (lane % 4) + {0, 1}: the fragment above.\n\n"
               "Colour = group g; shade = t. Drawn by plot_layouts.py from\n`09_tensor_core_matmul --layouts-csv`.",
               va="top", fontsize=9, family="monospace")
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.suptitle("Chapter 09: which lane holds which element of mma.sync.m16n8k16's fragments, and the bank group of "
+                 "each 16-byte chunk, plain and swizzled (tc_layout.h)", fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.97))
+    pathlib.Path(out).parent.mkdir(exist_ok=True)
+    save_palette(fig, out, dpi=100, colours=128)
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

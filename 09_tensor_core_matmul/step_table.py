@@ -2,7 +2,7 @@
 """The README's step table, from one GPU run: every number from the benchmark JSON and the ncu CSV.
 
     python3 09_tensor_core_matmul/step_table.py BENCH_JSON NCU_CSV [--readme 09_tensor_core_matmul/README.md]
-                                                [--summary-json results/summary.json]
+                                                [--summary-json results/summary.json] [--publish]
 
 BENCH_JSON: 09_tensor_core_matmul_bench --benchmark_out (names <step>/M=../N=../K=.., anchor:cublas_bf16/...).
 NCU_CSV:    ncu_steps.sh's ncu_09.csv: ncu --csv --page raw, one launch per step in step order, then cuBLAS
@@ -11,7 +11,9 @@ Prints the markdown table; with --readme, replaces what stands between
 <!-- results:09_tensor_core_matmul:steps --> and <!-- /results:09_tensor_core_matmul:steps -->.
 With --summary-json, sets "09_tensor_core_matmul": {"vs_cublas_bf16": best step / cuBLAS at 4096^3}
 in that file (created if missing). The one-change column is read from tc_matmul.cu's idea().
+A file of the repository is overwritten only with --publish (else: build/local/, scripts/publish.py).
 """
+import argparse
 import csv
 import json
 import pathlib
@@ -19,6 +21,8 @@ import re
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "scripts"))
+import publish  # noqa: E402
 NAME = "09_tensor_core_matmul"
 
 
@@ -151,11 +155,18 @@ def fill(readme, block, content):
 
 
 def main():
-    args = sys.argv[1:]
-    readme = pathlib.Path(args[args.index("--readme") + 1]) if "--readme" in args else None
-    summary = pathlib.Path(args[args.index("--summary-json") + 1]) if "--summary-json" in args else None
-    positional = [a for i, a in enumerate(args) if not a.startswith("--") and (i == 0 or not args[i - 1].startswith("--"))]
-    md, best, ratio = table(positional[0], positional[1] if len(positional) > 1 else None)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_json", type=pathlib.Path)
+    ap.add_argument("ncu_csv", nargs="?", type=pathlib.Path)
+    ap.add_argument("--readme", type=pathlib.Path, help="the README whose steps block receives the table")
+    ap.add_argument("--summary-json", type=pathlib.Path, help="the summary.json that receives the ratio")
+    publish.add_flag(ap)
+    args = ap.parse_args()
+    if not args.bench_json.is_file():
+        ap.error(f"{args.bench_json}: no such file")
+    readme = publish.destination(args.readme, args.publish) if args.readme else None
+    summary = publish.destination(args.summary_json, args.publish) if args.summary_json else None
+    md, best, ratio = table(args.bench_json, args.ncu_csv)
     print(md)
     if best:
         print(f"best {best[0]} {best[1]:.2f} TFLOP/s = {ratio:.2f}x cuBLAS bf16 at M=N=K=4096" if ratio else "")

@@ -11,13 +11,18 @@ group, whose gradients autograd sums back) and compares both against the fp64 re
 rel_l2 = ||x - ref|| / ||ref||. PASS when ours <= 1.5 x SDPA's for O, dQ, dK and dV in
 every case. Prints one line; exit status 0 on PASS, 1 on FAIL.
 """
+import argparse
 import os
 import sys
 
 import numpy as np
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+except ImportError:
+    torch = None  # main() says so (after --help, which needs no PyTorch)
 
 LIMIT = 1.5
 
@@ -42,9 +47,13 @@ def sdpa_flash(Q, K, V, dO, causal):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    root = sys.argv[1]
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dump_dir", help="what 10_fa2_tensor_cores --dump DUMP_DIR wrote")
+    root = ap.parse_args().dump_dir
+    if not os.path.isdir(root):
+        ap.error(f"{root}: no such folder")
+    if torch is None:
+        sys.exit("compare_with_sdpa needs PyTorch (pip install torch; requirements.txt)")
     parts, ok = [], True
     for case in ("dense", "causal"):
         d = os.path.join(root, case)

@@ -4,24 +4,29 @@ CSV and the PyTorch anchors measured in the same session.
 
     python3 10_fa2_tensor_cores/step_table.py BENCH_JSON NCU_CSV ANCHORS_JSON
             [--readme 10_fa2_tensor_cores/README.md] [--summary-json results/summary.json]
-            [--only anchors,normalisation,configs,rescale]
+            [--only anchors,normalisation,configs,rescale] [--publish]
 
 BENCH_JSON:   10_fa2_tensor_cores_bench --benchmark_out (names <variant>/d=../N=../B=../H=..[/H_kv=..]/causal=..)
 NCU_CSV:      what .handoff/10/request.sh writes: for each profile (fwd, bwd, fwd_fa1norm) a line
               "# profile <name>" and the `ncu --csv --page details` rows of its one launch
-ANCHORS_JSON: ../shared/anchors/torch_anchors2.py output (a list of records), same session
+ANCHORS_JSON: scripts/anchors/torch_anchors.py's anchors2.json (a list of records), same session
 Prints four markdown tables (anchors, the FA1/FA2 normalisation lesson, the tile configs,
 skiprescale on random and on rising logits); with --readme, replaces what stands between
 <!-- results:10_fa2_tensor_cores:NAME --> and <!-- /results:10_fa2_tensor_cores:NAME --> for
 NAME in anchors, normalisation, configs, rescale.
 With --summary-json, sets "10_fa2_tensor_cores": {"fwd_vs_sdpa_flash", "bwd_vs_sdpa_flash",
 "fwd_vs_sdpa_cudnn"} at B=4 H=16 N=4096 d=128 dense (created if missing).
+A file of the repository is overwritten only with --publish (else: build/local/, scripts/publish.py).
 """
+import argparse
 import csv
 import json
 import pathlib
 import re
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "scripts"))
+import publish  # noqa: E402
 
 NAME = "10_fa2_tensor_cores"
 
@@ -43,7 +48,7 @@ def keys(d, N, B, H, causal, H_kv=None):
 
 
 def anchors(path):
-    """{(impl, B, H, N, d, causal): (fwd, bwd)} and {impl: gqa fwd} from torch_anchors2.py output."""
+    """{(impl, B, H, N, d, causal): (fwd, bwd)} and {impl: gqa fwd} from scripts/anchors/torch_anchors.py's anchors2.json."""
     sdpa, gqa = {}, {}
     for r in json.load(open(path)):
         if r.get("kind") == "sdpa_bf16" and "fwd_tflops" in r:
@@ -180,29 +185,42 @@ def replace(readme, name, text):
     readme.write_text(src.split(start)[0] + start + "\n" + text.rstrip() + "\n" + end + src.split(end, 1)[1])
 
 
-def main(argv):
-    if len(argv) < 4:
-        sys.exit(__doc__)
-    tf = bench(argv[1])
-    prof = ncu(argv[2]) if pathlib.Path(argv[2]).is_file() else {}
-    sdpa, gqa = anchors(argv[3])
-    opts = dict(zip(argv[4::2], argv[5::2]))
-    context = json.load(open(argv[1])).get("context", {})
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_json")
+    ap.add_argument("ncu_csv", help="read when the file exists")
+    ap.add_argument("anchors_json")
+    ap.add_argument("--readme", help="the README whose blocks receive the tables")
+    ap.add_argument("--summary-json", help="the summary.json that receives the ratios")
+    ap.add_argument("--only", help="a comma-separated subset of anchors,normalisation,configs,rescale")
+    publish.add_flag(ap)
+    args = ap.parse_args()
+    for f in (args.bench_json, args.anchors_json):
+        if not pathlib.Path(f).is_file():
+            ap.error(f"{f}: no such file")
+    tf = bench(args.bench_json)
+    prof = ncu(args.ncu_csv) if pathlib.Path(args.ncu_csv).is_file() else {}
+    sdpa, gqa = anchors(args.anchors_json)
+    context = json.load(open(args.bench_json)).get("context", {})
     tables = {"anchors": anchor_table(tf, sdpa, gqa), "normalisation": normalisation_table(tf, context),
               "configs": config_table(tf, prof), "rescale": rescale_table(tf, sdpa, gqa)}
-    if "--only" in opts:  # a run that re-measured some tables only (e.g. --only normalisation)
-        tables = {k: v for k, v in tables.items() if k in opts["--only"].split(",")}
+    if args.only:  # a run that re-measured some tables only (e.g. --only normalisation)
+        unknown = set(args.only.split(",")) - set(tables)
+        if unknown:
+            ap.error(f"--only: unknown table {', '.join(sorted(unknown))}; the tables are {', '.join(tables)}")
+        tables = {k: v for k, v in tables.items() if k in args.only.split(",")}
     for name, text in tables.items():
         print(f"## {name}\n\n{text}\n")
-    if "--readme" in opts:
+    if args.readme:
+        readme = publish.destination(args.readme, args.publish)
         for name, text in tables.items():
-            replace(pathlib.Path(opts["--readme"]), name, text)
-    if "--summary-json" in opts:
+            replace(readme, name, text)
+    if args.summary_json:
         k = keys(128, 4096, 4, 16, False)
         ff, fb = sdpa.get(("flash", 4, 16, 4096, 128, False), (None, None))
         cf, _ = sdpa.get(("cudnn", 4, 16, 4096, 128, False), (None, None))
         r = lambda a, b: None if a is None or not b else round(a / b, 3)
-        path = pathlib.Path(opts["--summary-json"])
+        path = publish.destination(args.summary_json, args.publish)
         summary = json.loads(path.read_text()) if path.is_file() else {}
         summary[NAME] = {"fwd_vs_sdpa_flash": r(tf.get(("fwd", k)), ff), "bwd_vs_sdpa_flash": r(tf.get(("bwd", k)), fb),
                          "fwd_vs_sdpa_cudnn": r(tf.get(("fwd", k)), cf)}
@@ -210,4 +228,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    main()

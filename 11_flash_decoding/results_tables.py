@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Chapter 11's README tables from one GPU run: nothing here is typed by hand.
 
-    python3 11_flash_decoding/results_tables.py BENCH_JSON ANCHORS_JSON [NCU_CSV] [--readme README.md]
+    python3 11_flash_decoding/results_tables.py BENCH_JSON ANCHORS_JSON [NCU_CSV] [--readme README.md] [--publish]
 
 BENCH_JSON: the Google Benchmark JSON of 11_flash_decoding_bench; ANCHORS_JSON: PyTorch's
-figures of the same session (shared/anchors/torch_anchors2.py: kind "decode_bf16"); NCU_CSV:
+figures of the same session (scripts/anchors/torch_anchors.py: kind "decode_bf16"); NCU_CSV:
 `ncu --import REPORT --csv --page raw --print-units base` of `11_flash_decoding --profile auto`.
 Prints the markdown; with --readme, replaces the block between
 <!-- results:11_flash_decoding:tables --> and <!-- /results:11_flash_decoding:tables -->.
+A file of the repository is overwritten only with --publish (else: build/local/, scripts/publish.py).
 """
+import argparse
 import csv
 import json
 import pathlib
 import re
 import sys
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "scripts"))
+import publish  # noqa: E402
 
 HEAD = {"B": "8", "Hq": "32", "Hkv": "8", "d": "128"}
 
@@ -162,10 +167,18 @@ def ncu(path):
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    readme = sys.argv[sys.argv.index("--readme") + 1] if "--readme" in sys.argv else None
-    if readme in args:
-        args.remove(readme)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench_json")
+    ap.add_argument("anchors_json")
+    ap.add_argument("ncu_csv", nargs="?")
+    ap.add_argument("--readme", help="the README whose tables block receives the markdown")
+    publish.add_flag(ap)
+    opts = ap.parse_args()
+    args = [a for a in (opts.bench_json, opts.anchors_json, opts.ncu_csv) if a]
+    for f in args:
+        if not pathlib.Path(f).is_file():
+            ap.error(f"{f}: no such file")
+    readme = opts.readme
     context, rows = rows_of(args[0])
     anchors = json.loads(pathlib.Path(args[1]).read_text())
     text = [f"*Written by `11_flash_decoding/results_tables.py` from the benchmark JSON of the run on "
@@ -175,7 +188,7 @@ def main():
         text += ncu(args[2])
     block = "\n".join(text) + "\n"
     if readme:
-        path = pathlib.Path(readme)
+        path = publish.destination(readme, opts.publish)
         start, end = "<!-- results:11_flash_decoding:tables -->", "<!-- /results:11_flash_decoding:tables -->"
         doc = path.read_text()
         if start not in doc or end not in doc:

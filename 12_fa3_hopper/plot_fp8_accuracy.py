@@ -5,8 +5,11 @@
   python3 12_fa3_hopper/plot_fp8_accuracy.py study.csv --md 12_fa3_hopper/FP8_ACCURACY.md
       # the figure and the table between <!-- results:12_fa3_hopper_fp8 --> markers, in one go
 
---marker results:... is for a GPU run (bf16 and FP8 kernel columns); --marker model:... for a
-run without a GPU (the host model's columns only). Nothing is typed by hand.
+The figure and FP8_ACCURACY.md hold the published H200 run: without --publish both go to
+build/local/12_fa3_hopper/ instead (scripts/publish.py), and --publish refuses a CSV without
+GPU rows (a run without a GPU has the host model's columns only). --marker results:... is for
+a GPU run (bf16 and FP8 kernel columns); --marker model:... for a run without a GPU. Nothing is
+typed by hand.
 """
 import argparse
 import csv
@@ -15,6 +18,10 @@ import os
 import re
 import sys
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import publish  # noqa: E402
 
 
 def load(path):
@@ -167,21 +174,27 @@ def fill(md_path, marker, text):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("csv")
+    ap.add_argument("csv", help="what 12_fa3_hopper_fp8_study --csv wrote")
     ap.add_argument("--png", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures",
-                                                  "fp8_accuracy.png"))
-    ap.add_argument("--no-plot", action="store_true")
+                                                  "fp8_accuracy.png"), help="the figure (default: %(default)s)")
+    ap.add_argument("--no-plot", action="store_true", help="the table only")
     ap.add_argument("--md", help="markdown file whose marker block receives the table")
-    ap.add_argument("--marker", default="results:12_fa3_hopper_fp8")
+    ap.add_argument("--marker", default="results:12_fa3_hopper_fp8", help="default: %(default)s")
+    publish.add_flag(ap)
     args = ap.parse_args()
+    if not os.path.isfile(args.csv):
+        ap.error(args.csv + ": no such file")
     rows = load(args.csv)
     if not rows:
         sys.exit(args.csv + ": no rows")
     gpu = any(r["path"] in ("bf16_gpu", "fp8_gpu") and not math.isnan(r["rel_l2"]) for r in rows)
+    if args.publish and not gpu:
+        sys.exit(args.csv + ": no GPU rows (a run without a GPU): the host model alone is not the published run; "
+                 "leave out --publish")
     if not args.no_plot:
-        plot(rows, args.png)
+        plot(rows, str(publish.destination(args.png, args.publish)))
     if args.md:
-        fill(args.md, args.marker, table(rows, gpu))
+        fill(publish.destination(args.md, args.publish), args.marker, table(rows, gpu))
     else:
         print(table(rows, gpu))
 

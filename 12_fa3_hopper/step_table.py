@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Chapter 12's result tables, from one GPU run.
 
-  step_table.py BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...] [--readme README.md]
+  step_table.py BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...] [--readme README.md] [--publish]
 
 BENCH_JSON: Google Benchmark JSON of 12_fa3_hopper_bench (bench.json, bench_persistent.json).
 With --benchmark_repetitions the value of a row is the MEDIAN of its repetitions (one run can be
-~10% off at these sizes: clocks and power move). ANCHORS2_JSON: torch_anchors2's records
+~10% off at these sizes: clocks and power move). ANCHORS2_JSON: scripts/anchors/torch_anchors.py's anchors2.json records
 ({"kind": "sdpa_bf16", "impl": "cudnn", "shape": "B4 H16 N4096 d128", "causal": false,
 "fwd_tflops": ...}, GQA as "gqa_bf16" with "tflops"). ncu_<variant>.log: `ncu --page details
 --print-details all` text of one launch of `12_fa3_hopper --profile <variant>` (sections
@@ -13,13 +13,18 @@ SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats); the variant is the file 
 
 Prints three Markdown blocks; with --readme, writes each between its markers
 <!-- results:12_fa3_hopper:NAME --> and <!-- /results:12_fa3_hopper:NAME --> (NAME: steps,
-anchors, fp8) and leaves the rest of the file alone.
+anchors, fp8) and leaves the rest of the file alone. A file of the repository is overwritten
+only with --publish (else: build/local/, scripts/publish.py).
 """
+import argparse
 import json
 import re
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import publish  # noqa: E402
 
 STEPS = [  # (bench variant, what the step adds)
     ("anchor:fa2_tc/fwd", "chapter 10: `mma.sync`, `cp.async`, 8 equal warps (reference)"),
@@ -206,7 +211,7 @@ def anchors_block(rows, anchors, context):
 
 def provenance(context):
     return (f"Measured on {context.get('gpu', 'an unknown GPU')}, {context.get('date', 'unknown date')}, "
-            f"commit {context.get('git_commit', 'unknown')}; cuDNN and flash: PyTorch SDPA (torch_anchors2) "
+            f"commit {context.get('git_commit', 'unknown')}; cuDNN and flash: PyTorch SDPA (scripts/anchors/torch_anchors.py) "
             f"in the same GPU session.")
 
 
@@ -243,15 +248,21 @@ def replace_block(text, name, body):
     return head + start + "\n" + body + "\n" + end + rest.split(end, 1)[1]
 
 
-def main(argv):
-    readme = None
-    if "--readme" in argv:
-        i = argv.index("--readme")
-        readme, argv = argv[i + 1], argv[:i] + argv[i + 2:]
-    ncu_files = [a for a in argv if Path(a).name.startswith("ncu_")]
-    jsons = [a for a in argv if a not in ncu_files]
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("files", nargs="+", metavar="FILE",
+                    help="BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...]")
+    ap.add_argument("--readme", help="the README whose blocks receive the tables")
+    publish.add_flag(ap)
+    args = ap.parse_args()
+    for f in args.files:
+        if not Path(f).is_file():
+            ap.error(f"{f}: no such file")
+    readme = publish.destination(args.readme, args.publish) if args.readme else None
+    ncu_files = [a for a in args.files if Path(a).name.startswith("ncu_")]
+    jsons = [a for a in args.files if a not in ncu_files]
     if len(jsons) < 2:
-        sys.exit(__doc__)
+        ap.error("needs at least one BENCH_JSON and the ANCHORS2_JSON")
     rows, spread, context = load_bench(jsons[:-1])
     anchors = load_anchors(jsons[-1])
     ncu = {}
@@ -271,4 +282,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

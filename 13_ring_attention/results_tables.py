@@ -2,18 +2,21 @@
 """Chapter 13's README results from one GPU run: nothing here is typed by hand.
 
     python3 13_ring_attention/results_tables.py RUN_DIR [--readme 13_ring_attention/README.md]
-                                                [--gpu TEXT] [--date TEXT] [--commit TEXT]
+                                                [--gpu TEXT] [--date TEXT] [--commit TEXT] [--publish]
 
-RUN_DIR is what .handoff/13/request.sh (or run_two_gpu.sh) wrote:
+RUN_DIR holds the files of one run (the one-GPU commands under "Run it" in the README, or
+run_two_gpu.sh on two GPUs):
   limit.csv        13_ring_attention --limit --limit-csv      (else limit.log's table is read)
   ring_*.csv       13_ring_attention --weak --csv             (one row per timed case)
   timeline_*.csv   13_ring_attention --timeline               (per rank and step: compute, add, kv, dkv)
-  env.log          nvidia-smi, and the lines `date: ...`, `commit: ...` request.sh appends
+  env.log          nvidia-smi, and the lines `date: ...`, `commit: ...` the run appended
 Prints the markdown; with --readme, replaces the blocks between <!-- results:13_ring_attention:NAME -->
 and <!-- /results:13_ring_attention:NAME --> for NAME = limit, loopback, overlap (and nccl when a
 ring CSV of the NCCL transport is there). Figures go to 13_ring_attention/figures/: limit.png
 (time per token and memory against N) and timeline_<transport>.png (the per-step timeline).
+A file of the repository is overwritten only with --publish (else: build/local/, scripts/publish.py).
 """
+import argparse
 import csv
 import json
 import pathlib
@@ -28,6 +31,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 HERE = pathlib.Path(__file__).resolve().parent
 FIGURES = HERE / "figures"
 CHAPTER = "13_ring_attention"
+sys.path.insert(0, str(HERE.parent / "scripts"))
+import publish  # noqa: E402
 
 
 def read_csv(path):
@@ -82,7 +87,7 @@ def limit_rows(run):
     p = run / "limit.csv"
     if p.exists():
         return read_csv(p)
-    log = run / "limit.log"  # round-1 runs had only the printed table
+    log = run / "limit.log"  # a run without --limit-csv: read the printed table
     if not log.exists():
         return []
     text = log.read_text()
@@ -139,7 +144,7 @@ def limit_block(rows, info):
     return out
 
 
-def limit_figure(rows):
+def limit_figure(rows, png):
     if not rows:
         return
     N = [num(r, "N") for r in rows]
@@ -174,8 +179,8 @@ def limit_figure(rows):
     b.legend(fontsize=8)
     b.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    FIGURES.mkdir(exist_ok=True)
-    fig.savefig(FIGURES / "limit.png", dpi=110)
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=110)
     plt.close(fig)
 
 
@@ -219,7 +224,27 @@ def million_line(rows):
     return []
 
 
-def overlap_block(rows, info, transport):
+def shared_gpu_caption(timeline_csv):
+    """What the loopback timeline shows that two GPUs would not (ring.cpp's stream and event order):
+    both virtual ranks share one GPU, so a bar includes the time its kernels queued behind the other
+    rank's. Names the longest `add` of the run as the example."""
+    text = ("Both virtual ranks run on one GPU, so a bar spans its stream's events, time spent queueing for "
+            "the GPU included: on two GPUs each rank would have its own.")
+    adds = [r for r in read_csv(timeline_csv) if r["kind"] == "add"] if timeline_csv.exists() else []
+    if not adds:
+        return text
+    a = max(adds, key=lambda r: float(r["end_ms"]) - float(r["start_ms"]))
+    case, rank, ms = a["case"].rsplit("/", 1)[0], int(a["rank"]), float(a["end_ms"]) - float(a["start_ms"])
+    text += (f" The longest `add`, rank {rank}'s at step {a['step']} of {case}'s backward ({ms:.1f} ms), is mostly "
+             "such a queue: on its own an add is one pass over the dK/dV sums, a fraction of a millisecond.")
+    if case.startswith("causal_plain") and rank == 0:
+        text += (" With the plain split rank 0 has no tile after step 0, so its add may start as soon as the "
+                 "dK/dV sums of the step before land, and then waits behind rank 1's attention kernels, which "
+                 "hold the SMs.")
+    return text
+
+
+def overlap_block(rows, info, transport, caption=""):
     rows = [r for r in rows if r["transport"] == transport and not r["case"].startswith("million")]
     if not rows:
         return []
@@ -241,7 +266,10 @@ def overlap_block(rows, info, transport):
                        f"| {f'{hidden:.2f}' if hidden is not None else '-'} | {bound:.2f} "
                        f"| {num(r, f'{pas}_overlap'):.2f} |")
     out += ["", f"![per-step timeline: compute and communication streams of every rank](figures/timeline_{transport}.png)"]
+    if caption:
+        out += ["", caption]
     return out
+
 
 
 COLORS = {"compute": "#4c72b0", "add": "#8fb0e0", "kv": "#dd8452", "dkv": "#c44e52"}
@@ -249,7 +277,7 @@ LABELS = {"compute": "attention calls + merges", "add": "add the arriving dK/dV 
           "dkv": "dK/dV shift"}
 
 
-def timeline_figure(path, transport):
+def timeline_figure(path, transport, png):
     rows = read_csv(path)
     if not rows:
         return
@@ -278,11 +306,13 @@ def timeline_figure(path, transport):
                 ax.set_xlabel("ms from the rank's start of the run", fontsize=8)
     handles = [plt.Rectangle((0, 0), 1, 1, color=COLORS[k]) for k in COLORS]
     fig.legend(handles, [LABELS[k] for k in COLORS], loc="upper center", ncol=4, fontsize=8,
-               title=f"{transport} ring: one lane per stream of each rank; the number on a bar is its step",
+               title=f"{transport} ring: one lane per stream of each rank; the number on a bar is its step"
+               + ("\nboth ranks share one GPU: a bar includes time queued behind the other rank's kernels"
+                  if transport == "loopback" else ""),
                title_fontsize=8)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
-    FIGURES.mkdir(exist_ok=True)
-    fig.savefig(FIGURES / f"timeline_{transport}.png", dpi=100)
+    fig.tight_layout(rect=(0, 0, 1, 0.93 if transport == "loopback" else 0.95))
+    png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(png, dpi=100)
     plt.close(fig)
 
 
@@ -296,32 +326,41 @@ def fill(readme, name, lines):
     readme.write_text(text[:a] + "\n" + "\n".join(lines) + "\n" + text[b:])
 
 
-def main(argv):
-    if len(argv) < 2 or argv[1].startswith("-"):
-        print(__doc__, file=sys.stderr)
-        return 2
-    run = pathlib.Path(argv[1])
-    opts = {}
-    for k in ("--readme", "--gpu", "--date", "--commit"):
-        if k in argv:
-            opts[k[2:]] = argv[argv.index(k) + 1]
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=pathlib.Path)
+    ap.add_argument("--readme", help="the README whose blocks receive the tables")
+    ap.add_argument("--gpu", help="the GPU's name (else env.log's, or the executable's log)")
+    ap.add_argument("--date", help="the run's date (else env.log's, or the benchmark JSON's)")
+    ap.add_argument("--commit", help="the run's commit (else env.log's, or the benchmark JSON's)")
+    publish.add_flag(ap)
+    args = ap.parse_args()
+    if not args.run_dir.is_dir():
+        ap.error(f"{args.run_dir}: no such folder")
+    run = args.run_dir
+    opts = {k: v for k, v in vars(args).items() if k in ("readme", "gpu", "date", "commit") and v is not None}
     info = provenance(run, opts)
+    readme = publish.destination(args.readme, args.publish) if args.readme else None
     lim = limit_rows(run)
-    limit_figure(lim)
+    if lim:
+        limit_figure(lim, publish.destination(FIGURES / "limit.png", args.publish))
     rings = ring_rows(run)
-    blocks = {"limit": limit_block(lim, info), "loopback": ring_block(rings, info, "loopback") + million_line(
-        [r for r in rings if r["transport"] == "loopback"]), "overlap": overlap_block(rings, info, "loopback"),
-              "nccl": ring_block(rings, info, "nccl") + million_line([r for r in rings if r["transport"] == "nccl"])
-              + [""] + overlap_block(rings, info, "nccl")}
+    on = {t: [r for r in rings if r["transport"] == t] for t in ("loopback", "nccl")}
+    blocks = {"limit": limit_block(lim, info),
+              "loopback": ring_block(rings, info, "loopback") + million_line(on["loopback"]),
+              "overlap": overlap_block(rings, info, "loopback", shared_gpu_caption(run / "timeline_loopback.csv")),
+              "nccl": ring_block(rings, info, "nccl") + million_line(on["nccl"]) + [""]
+              + overlap_block(rings, info, "nccl")}
     for p in sorted(run.glob("timeline_*.csv")):
-        timeline_figure(p, p.stem.split("_", 1)[1])
+        transport = p.stem.split("_", 1)[1]
+        timeline_figure(p, transport, publish.destination(FIGURES / f"timeline_{transport}.png", args.publish))
     for name, lines in blocks.items():
         if lines and any(lines):
             print(f"<!-- {name} -->\n" + "\n".join(lines) + "\n")
-            if "readme" in opts:
-                fill(pathlib.Path(opts["readme"]), name, lines)
+            if args.readme:
+                fill(readme, name, lines)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(main())

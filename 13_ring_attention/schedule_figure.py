@@ -9,10 +9,11 @@ figures/load_balance.png   work per rank per step (in (N/P)^2 pairs) for both sh
                            what its busiest rank does
 Every number comes from the executable's schedule (ring_schedule.cpp); none is typed here.
 """
+import argparse
+import os
 import pathlib
 import re
 import subprocess
-import sys
 
 import matplotlib
 
@@ -85,11 +86,21 @@ def balance_figure(sched, P, path):
 
 
 def main():
-    exe = sys.argv[1]
-    out = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else pathlib.Path(__file__).parent / "figures"
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("exe", type=pathlib.Path, help="the 13_ring_attention executable")
+    ap.add_argument("out_dir", nargs="?", type=pathlib.Path, default=pathlib.Path(__file__).parent / "figures",
+                    help="where the PNGs go (default: the chapter's figures/)")
+    args = ap.parse_args()
+    if not args.exe.is_file():
+        ap.error(f"{args.exe}: no such file (cmake --build build --target 13_ring_attention)")
+    out = args.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    text = subprocess.run([exe], capture_output=True, text=True, env={"CUDA_VISIBLE_DEVICES": ""}).stdout
+    # Its CPU part only: the schedules are the same on any machine.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    text = subprocess.run([str(args.exe)], capture_output=True, text=True, env=env).stdout
     sched = parse(text)
+    if (("plain", 4) not in sched) or (("zigzag", 4) not in sched):
+        ap.error(f"{args.exe} printed no P = 4 schedules")
     schedule_figure(sched, 4, out / "schedule.png")
     balance_figure(sched, 4, out / "load_balance.png")
 

@@ -1,5 +1,6 @@
 #include "cli.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -37,7 +38,8 @@ struct NullBuffer : std::streambuf {
 };
 }  // namespace
 
-Args::Args(int argc, char** argv) {
+Args::Args(int argc, char** argv)
+    : gpu_only_{"--repeats", "--warmup", "--no-flush", "--profile", "--check-N", "--dump"} {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0) throw std::invalid_argument("unexpected argument '" + a + "'");
@@ -105,6 +107,18 @@ void Args::done() const {
     if (!used_.count(name)) throw std::invalid_argument("unknown option " + name);
 }
 
+void Args::gpu_only(const std::vector<std::string>& names) {
+  gpu_only_.insert(gpu_only_.end(), names.begin(), names.end());
+}
+
+std::string Args::gpu_only_given() const {
+  std::string given;
+  for (const auto& [name, value] : values_)
+    if (std::find(gpu_only_.begin(), gpu_only_.end(), name) != gpu_only_.end())
+      given += (given.empty() ? "" : ", ") + name;
+  return given;
+}
+
 CommonFlags common_flags(Args& args) {
   CommonFlags f;
   f.summary = args.flag("--summary");
@@ -164,7 +178,10 @@ int run_main(int argc, char** argv, const std::string& usage, const std::functio
       std::cout << "usage: " << prog << " [options]\n" << usage << kCommonUsage;
       return 0;
     }
-    return body(args);
+    const int rc = body(args);
+    if (const std::string given = args.gpu_only_given(); !given.empty() && !device().available)
+      std::cerr << prog << ": no GPU here, so " << given << " did nothing (" << device().reason << ")\n";
+    return rc;
   } catch (const std::invalid_argument& e) {
     std::cerr << prog << ": error: " << e.what() << "\nusage: " << prog << " [options]\n" << usage << kCommonUsage;
     return 2;

@@ -31,10 +31,17 @@ class Args {
   bool flag(const std::string& name);
   // Throws if an argument was given that no one asked for.
   void done() const;
+  // Flags that only steer the GPU run. Without a GPU, run_main says in one line which of them
+  // were given and did nothing. Every chapter's --repeats, --warmup, --no-flush, --profile,
+  // --check-N and --dump are; a chapter adds its own here.
+  void gpu_only(const std::vector<std::string>& names);
+  // The GPU-only flags given on the command line, "--a, --b" ("" when none).
+  std::string gpu_only_given() const;
 
  private:
   std::map<std::string, std::string> values_;  // "--name" -> value ("" for flags)
   mutable std::map<std::string, bool> used_;
+  std::vector<std::string> gpu_only_;
 };
 
 // The flags every chapter executable takes.
@@ -62,7 +69,8 @@ inline constexpr const char* kCommonUsage =
     "  --dump DIR    write inputs and outputs as .npy files to DIR\n"
     "  --help        this text\n";
 
-// Runs body(args), mapping exceptions to messages and exit codes (see above).
+// Runs body(args), mapping exceptions to messages and exit codes (see above). Without a GPU,
+// it then names on stderr the GPU-only flags given (Args::gpu_only).
 int run_main(int argc, char** argv, const std::string& usage, const std::function<int(Args&)>& body);
 
 // What a chapter executable prints: details (suppressed by --summary), checks

@@ -1,5 +1,6 @@
 // The harness checks itself: if compare() or the references were wrong, every
 // chapter's "PASS" would mean nothing.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -278,6 +279,37 @@ TEST(CpuCli, BadInputIsAClearErrorWithExitCode2) {
   // Past what an int holds: refused with the range, never truncated.
   EXPECT_EQ(run({"prog", "--n", "3000000000"}), 2);
   EXPECT_EQ(run({"prog", "--n", "99999999999999999999999"}), 2);
+}
+
+// What run_main writes to stderr for a body that reads --repeats, --profile and a chapter's own
+// GPU-only --only.
+std::string gpu_only_note(std::vector<std::string> argv_strings) {
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  testing::internal::CaptureStderr();
+  const int rc = ladder::run_main(int(argv.size()), argv.data(), "", [](ladder::Args& a) {
+    a.gpu_only({"--only"});
+    a.integer("--repeats", 10);
+    a.text("--profile");
+    a.text("--only");
+    a.integer("--n", 10);
+    a.done();
+    return 0;
+  });
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rc, 0) << err;
+  return err;
+}
+
+TEST(CpuCli, GpuOnlyFlagsWithoutAGpuSayTheyDidNothing) {
+  const std::string given = gpu_only_note({"prog", "--n", "3", "--repeats", "5", "--only", "a", "--profile", "x"});
+  if (ladder::device().available) {
+    EXPECT_EQ(given, "");  // on a GPU they did their work
+  } else {
+    EXPECT_NE(given.find("no GPU here, so --only, --profile, --repeats did nothing"), std::string::npos) << given;
+    EXPECT_EQ(std::count(given.begin(), given.end(), '\n'), 1) << given;
+  }
+  EXPECT_EQ(gpu_only_note({"prog", "--n", "3"}), "");  // none given: nothing to say
 }
 
 TEST(CpuNpy, HeaderIsAlignedAndDataFollows) {

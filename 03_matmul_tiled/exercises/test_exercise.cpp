@@ -31,6 +31,12 @@ TEST(CpuExerciseSolution, PlainLayoutColumnReadIs32Way) {
   EXPECT_EQ(t.load.wavefronts, 32);
 }
 
-TEST(Exercise, TransposeLayoutIsConflictFreeBothWays) { check_layout(mine::transpose_offset); }
+TEST(Exercise, TransposeLayoutIsConflictFreeBothWays) {
+  bool plain = true;  // the stub as given
+  for (int r = 0; r < 32; ++r)
+    for (int c = 0; c < 32; ++c) plain = plain && mine::transpose_offset(r, c) == long(r) * 32 + c;
+  ASSERT_FALSE(plain) << "unimplemented: edit 03_matmul_tiled/exercises/mine.cpp (still the plain row-major layout)";
+  check_layout(mine::transpose_offset);
+}
 
 }  // namespace

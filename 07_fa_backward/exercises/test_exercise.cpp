@@ -67,6 +67,9 @@ TEST(CpuExerciseSolution, SoftmaxBackwardMatchesFiniteDifferences) {
 }
 
 TEST(Exercise, SoftmaxBackwardMatchesFiniteDifferences) {
+  const std::vector<double> dp = {1.0, 0.0};  // the stub as given returns dp itself
+  ASSERT_NE(mine::softmax_backward({0.25, 0.75}, dp), dp)
+      << "unimplemented: edit 07_fa_backward/exercises/mine.cpp (it still pretends the Jacobian is the identity)";
   LADDER_TEST_SEED(seed);
   check(mine::softmax_backward, seed);
 }

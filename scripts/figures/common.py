@@ -3,6 +3,7 @@
 Every figure is drawn from data a chapter executable prints on the CPU (no GPU needed):
 the scripts never compute a model themselves, they only draw what the C++ models say.
 """
+import argparse
 import csv
 import io
 import pathlib
@@ -18,8 +19,13 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def build_dir():
-    """The build folder: the first argument, else build/."""
-    return pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build"
+    """The build folder: the first argument, else build/. Every figure script takes [BUILD_DIR]
+    and --help (its docstring)."""
+    ap = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("build_dir", nargs="?", type=pathlib.Path, default=ROOT / "build",
+                    help="the build folder (default: build/)")
+    return ap.parse_known_args()[0].build_dir
 
 
 def model_csv(exe, *args):
@@ -27,8 +33,10 @@ def model_csv(exe, *args):
     path = build_dir() / "bin" / exe
     if not path.exists():
         sys.exit(f"{path} not found: build it first (cmake --build {build_dir()} --target {exe})")
-    out = subprocess.run([str(path), *map(str, args)], check=True, capture_output=True, text=True).stdout
-    return list(csv.DictReader(io.StringIO(out)))
+    run = subprocess.run([str(path), *map(str, args)], capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{path} {' '.join(map(str, args))} failed (exit {run.returncode}):\n{run.stderr}")
+    return list(csv.DictReader(io.StringIO(run.stdout)))
 
 
 def save(fig, chapter, name):
