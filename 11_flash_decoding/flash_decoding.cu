@@ -708,10 +708,19 @@ void decode(const DecodeShape& s, const bf16* Q, const KvCache& kv, const int* s
   const std::string who = "fdec::decode";
   const Plan pl = plan(s, opt);
   validate_cache(s, kv, who);
-  ladder::check_pointers(who, {{"Q", Q}, {"K", kv.K}, {"V", kv.V}, {"O", O}}, 16);
-  ladder::check_pointers(who, {{"LSE", LSE}, {"seq_lens", seq_lens}}, 4);
-  if (kv.layout == Layout::Paged) ladder::check_pointers(who, {{"block_table", kv.block_table}}, 4);
-  if (pl.workspace_bytes > 0) ladder::check_pointers(who, {{"workspace", workspace}}, 16);
+  // One call: every pointer is checked for null and alignment before any for host memory
+  // (where a layout has no block table or no workspace, an already checked pointer stands in).
+  const bool paged = kv.layout == Layout::Paged, split = pl.workspace_bytes > 0;
+  ladder::check_pointers(who,
+                         {{"Q", Q},
+                          {"K", kv.K},
+                          {"V", kv.V},
+                          {"O", O},
+                          {"LSE", LSE, 4},
+                          {"seq_lens", seq_lens, 4},
+                          {"block_table", paged ? kv.block_table : seq_lens, 4},
+                          {"workspace", split ? workspace : O}},
+                         16);
   ladder::check_grid(who, static_cast<unsigned long long>(pl.blocks));
 
   Params p{};

@@ -49,14 +49,17 @@ void check_grid(const std::string& who, unsigned long long x, unsigned long long
 
 void check_pointers(const std::string& who, std::initializer_list<NamedPointer> pointers, std::size_t alignment) {
   for (const NamedPointer& p : pointers) {
+    const std::size_t align = p.alignment ? p.alignment : alignment;
     if (p.p == nullptr) throw std::invalid_argument(who + ": " + p.name + " is null; pass a device pointer");
-    if (reinterpret_cast<std::uintptr_t>(p.p) % alignment != 0)
-      throw std::invalid_argument(who + ": " + p.name + " must be aligned to " + std::to_string(alignment) +
+    if (reinterpret_cast<std::uintptr_t>(p.p) % align != 0)
+      throw std::invalid_argument(who + ": " + p.name + " must be aligned to " + std::to_string(align) +
                                   " bytes (the kernel's vector accesses); cudaMalloc's pointers are");
-    // A kernel that dereferences host memory dies with an illegal address (or, on a system
-    // with address translation, runs over the bus): ask the driver what the pointer is.
-    // Without a GPU there is nothing to ask (and nothing is launched).
-    if (!device().available) continue;
+  }
+  // A kernel that dereferences host memory dies with an illegal address (or, on a system with
+  // address translation, runs over the bus): ask the driver what each pointer is. Without a
+  // GPU there is nothing to ask (and nothing is launched).
+  if (!device().available) return;
+  for (const NamedPointer& p : pointers) {
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, p.p) != cudaSuccess) {
       cudaGetLastError();  // not a pointer the driver knows: treat it as host memory

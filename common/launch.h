@@ -25,9 +25,13 @@ void check_grid(const std::string& who, unsigned long long x, unsigned long long
 // Throws std::invalid_argument, before any launch, when a pointer is null, not aligned to
 // `alignment` bytes (what the kernel's vector accesses need), or, on a machine with a GPU,
 // points to host memory (cudaPointerGetAttributes).
+// Null and alignment are checked for every pointer of a call before any is asked about host
+// memory, so a call's messages do not depend on which pointer a caller listed first.
+// `alignment` of a pointer overrides the call's (0: the call's).
 struct NamedPointer {
   const char* name;
   const void* p;
+  std::size_t alignment = 0;
 };
 void check_pointers(const std::string& who, std::initializer_list<NamedPointer> pointers, std::size_t alignment);
 
