@@ -124,8 +124,7 @@ void launch(const ladder::AttentionShape& s, const Tiles& tl, const float* Q, co
 void forward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, float* O, float* L,
              cudaStream_t stream) {
   ladder::validate(s, kSupportedD);
-  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}}, 16);
-  ladder::check_pointers(kWho, {{"L", L}}, 4);
+  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, 4}}, 16);
   const Tiles tl = tiles(s, ladder::device().smem_per_block_optin);
   switch (s.d) {
     case 32: return launch<32>(s, tl, Q, K, V, O, L, stream);

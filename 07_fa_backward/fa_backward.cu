@@ -374,9 +374,18 @@ void backward(const ladder::AttentionShape& s, const float* Q, const float* K, c
   ladder::check_grid(kWho, s.heads(), t.T_c, 1);  // dk_dv_kernel's grid
   ladder::check_grid(kWho, s.heads(), t.T_r, 1);  // dq_kernel's
   // float4 loads and 16-byte atomics: every [B, H, N, d] tensor 16-byte aligned.
-  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}, {"dQ", dQ}, {"dK", dK}, {"dV", dV}},
+  ladder::check_pointers(kWho,
+                         {{"Q", Q},
+                          {"K", K},
+                          {"V", V},
+                          {"O", O},
+                          {"dO", dO},
+                          {"dQ", dQ},
+                          {"dK", dK},
+                          {"dV", dV},
+                          {"L", L, 4},
+                          {"D", D, 4}},
                          16);
-  ladder::check_pointers(kWho, {{"L", L}, {"D", D}}, 4);
   switch (s.d) {
     case 32: return launch<32>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream);
     case 64: return launch<64>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream);

@@ -26,11 +26,6 @@ inline void check_config(int config, int n_configs, int d, const std::string& wh
                                 std::to_string(n_configs - 1) + " at d=" + std::to_string(d) + ")");
 }
 
-// L (and D) are read and written one fp32 at a time.
-inline void check_row_vector(const float* L, const std::string& who, const char* name) {
-  ladder::check_pointers(who, {{name, L}}, alignof(float));
-}
-
 inline Strides packed_strides(const ladder::AttentionShape& s, Strides st) {
   if (st.q_head == 0) st.q_head = std::int64_t(s.N) * s.d;
   if (st.o_head == 0) st.o_head = std::int64_t(s.N) * s.d;

@@ -613,10 +613,18 @@ void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const b
                          cudaStream_t stream) {
   const std::string who = "fa2tc::backward_accumulate";
   check_shape(s, who);
-  ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"dO", dO}}, 16);
-  ladder::check_pointers(who, {{"dQ_acc", dQ_acc}, {"dK_acc", dK_acc}, {"dV_acc", dV_acc}, {"workspace", workspace}},
+  ladder::check_pointers(who,
+                         {{"Q", Q},
+                          {"K", K},
+                          {"V", V},
+                          {"O", O},
+                          {"dO", dO},
+                          {"dQ_acc", dQ_acc},
+                          {"dK_acc", dK_acc},
+                          {"dV_acc", dV_acc},
+                          {"workspace", workspace},
+                          {"L", L, alignof(float)}},
                          16);
-  check_row_vector(L, who, "L");
   ladder::check_grid(who, ladder::ceil_div(s.nkv(), 64), s.kv_heads());
   BwdParams p{};
   p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L;
@@ -659,9 +667,9 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
                           {"dQ", dQ},
                           {"dK", dK},
                           {"dV", dV},
-                          {"workspace", workspace}},
+                          {"workspace", workspace},
+                          {"L", L, alignof(float)}},
                          16);
-  check_row_vector(L, who, "L");
   ladder::check_grid(who + " (dK, dV)", ladder::ceil_div(s.nkv(), 64), s.kv_heads());
   ladder::check_grid(who + " (dQ)", ladder::ceil_div(s.N, 64), s.heads());
 

@@ -140,8 +140,7 @@ void launch_fp32(const ladder::AttentionShape& s, const float* Q, const float* K
 void forward_fp32(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, float* O, float* L,
                   Normalisation norm, cudaStream_t stream) {
   ladder::validate(s, kSupportedD);  // H_kv = H, N_kv = N: chapter 06's problem
-  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}}, 16);
-  ladder::check_pointers(kWho, {{"L", L}}, 4);
+  ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, 4}}, 16);
   const bool fa2 = norm == Normalisation::FA2;
   if (s.d == 128)
     return fa2 ? launch_fp32<128, Normalisation::FA2>(s, Q, K, V, O, L, stream)

@@ -82,8 +82,7 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   const std::string who = "fa3::forward";
   check_common(s, false, opt.step, opt.kv_stages, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
-  ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}}, 16);
-  ladder::check_pointers(who, {{"L", L}}, alignof(float));
+  ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
   const int B_r = detail::footprint(s.d, false, opt.step, opt.kv_stages).B_r;
   detail::launch(s, {Q, K, V, false}, params(s, B_r, O, L), opt.step, opt.kv_stages, stream);
 }
@@ -91,10 +90,16 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
   const std::string who = "fa3::forward_fp8";
   check_common(s, true, kBestStep, 0, who);
-  ladder::check_pointers(who, {{"Q8", in.Q8}, {"K8", in.K8}, {"Vt8", in.Vt8}, {"O", O}}, 16);
-  ladder::check_pointers(
-      who, {{"L", L}, {"descale_q", in.descale_q}, {"descale_k", in.descale_k}, {"descale_v", in.descale_v}},
-      alignof(float));
+  ladder::check_pointers(who,
+                         {{"Q8", in.Q8},
+                          {"K8", in.K8},
+                          {"Vt8", in.Vt8},
+                          {"O", O},
+                          {"L", L, alignof(float)},
+                          {"descale_q", in.descale_q, alignof(float)},
+                          {"descale_k", in.descale_k, alignof(float)},
+                          {"descale_v", in.descale_v, alignof(float)}},
+                         16);
   detail::Params p = params(s, detail::footprint(s.d, true, kBestStep).B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);

@@ -9,7 +9,8 @@ OUT_DIR gets, per chapter, bench.json (the Google Benchmark JSON, unchanged), ta
 plot.png, plus README.md (GPU, date, commit, how the figures were timed, checks, one line per
 chapter), summary.json (each chapter's headline ratios) and the anchors. With --readme, each
 chapter README's block between <!-- results:NN_topic --> and <!-- /results:NN_topic --> gets the
-chapter's table, and the top README's <!-- r:NN_topic --> cells the executables' summary lines.
+chapter's table, and the top README's <!-- r:NN_topic --> cells each chapter table's headline row and its
+summary.json ratios (the executables' summary lines, timed by the same routine, are listed in results/README.md).
 Every number comes from the JSON and logs; none is typed here.
 
 Benchmark names follow CONTRIBUTING.md: <variant>/<key>=<value>/..., anchors anchor:<what>/...;
@@ -578,6 +579,32 @@ def summary_json(run, out):
     return doc
 
 
+def headline(doc, run, chapter):
+    """The top README's cell of a chapter: its table's headline row (the first summary.json key's numerator,
+    or the best variant) with its figure, and the chapter's summary.json ratios: every number from the tables
+    of this run, measured by the one timing routine."""
+    ratios = doc["chapters"].get(chapter, {})
+    if not ratios:
+        return None
+    spec = next(iter(SUMMARY.get(chapter, {}).values()), None)
+    text = ""
+    if spec and spec[0] in ("ratio", "best", "anchor"):
+        rows = [r for r in parse(run / "bench" / f"{chapter}.json")[1] if not r["error"]]
+        params, metric = (spec[4], spec[5]) if spec[0] == "ratio" else (spec[3], spec[4])
+        here = [r for r in rows if all(r["params"].get(k) == v for k, v in params.items())]
+        if spec[0] in ("ratio", "anchor"):
+            here = [r for r in here if r["variant"] == spec[2]]
+        else:
+            here = [r for r in here if not r["variant"].startswith(("anchor:", "tune:"))]
+        exact = [r for r in here if set(r["params"]) <= set(params) | {"B", "H"}]  # no variant of the case
+        here = exact or here
+        if here:
+            best = max(here, key=lambda r: value(r, metric))
+            shape = " ".join(f"{k}={v}" for k, v in best["params"].items())
+            text = f"`{best['variant']}` {value(best, metric):.1f} {metric} at {shape}; "
+    return text + ", ".join(f"{k} {v}" for k, v in ratios.items())
+
+
 def ctest_line(log):
     if not log.exists():
         return "not run"
@@ -597,9 +624,9 @@ def method_section(context):
                 "idle runs faster than one under sustained load); compare a summary line with a table row of the",
                 "same run only with that in mind.", ""]
     return ["## How the figures were timed", "",
-            "Every figure here, the chapters' tables, the executables' summary lines and the PyTorch anchors, is",
-            "one call of the same routine, `ladder::time_gpu` (`common/timing.h`; `scripts/anchors/torch_anchors.py`",
-            "does the same steps in Python):",
+            "Every figure this run measured, the chapters' tables, the executables' summary lines and the PyTorch",
+            "anchors, is one call of the same routine, `ladder::time_gpu` (`common/timing.h`;",
+            "`scripts/anchors/torch_anchors.py` does the same steps in Python):",
             "",
             f"> {context['timing']}",
             "",
@@ -729,7 +756,7 @@ def main():
         md = accuracy_table(accuracy, out / "07_fa_backward")
         if chapters_root:
             fill(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
-    summary_json(run, out)
+    doc = summary_json(run, out)
     anchor_lines = anchors_section(run, out)
     bench_context = next((parse(p)[0] for p in sorted((run / "bench").glob("*.json"))
                           if not p.stem.endswith(".summary") and parse(p)[0].get("timing")), context)
@@ -751,10 +778,14 @@ def main():
         lines.append(f"| {chapter} | {status} | {text} | {link} |")
     (out / "README.md").write_text("\n".join(lines + anchor_lines) + "\n")
 
-    if readme and ladder:  # the last column of the ladder table
+    if readme:  # the last column of the ladder table: the chapter table's headline, this run's
         text = readme.read_text()
-        for chapter, (status, summary) in ladder.items():
-            cell = f"{summary} ({status}; [table](results/{chapter}/table.md))".replace("|", "/")
+        for chapter in index:
+            cell = headline(doc, run, chapter)
+            if cell is None:
+                continue
+            status = ladder.get(chapter, ("", ""))[0]
+            cell = f"{cell} ({status + '; ' if status else ''}[table](results/{chapter}/table.md))".replace("|", "/")
             text = re.sub(f"<!-- r:{chapter} -->.*?<!-- /r -->", lambda _: f"<!-- r:{chapter} -->{cell}<!-- /r -->",
                           text)
         readme.write_text(text)
