@@ -28,7 +28,7 @@ def load(path):
     rows = []
     with open(path) as f:
         for r in csv.DictReader(f):
-            for k in ("rel_l2", "vs_model", "vs_model_bound"):  # the bound and inputs: from round 2 on
+            for k in ("rel_l2", "vs_model", "vs_model_bound"):  # the bound and the inputs, where the CSV has them
                 v = r.get(k) or "n/a"
                 r[k] = float("nan") if v == "n/a" else float(v)
             r["inputs"] = r.get("inputs") or "uniform"

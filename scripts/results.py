@@ -559,7 +559,7 @@ def summary_json(run, out):
     for extra in sorted((run / "bench").glob("*.summary.json")):  # chapters that compute their own
         result.setdefault(extra.name.split(".")[0], {}).update(load_json(extra))
     # Chapter 13 on ONE GPU (its loopback ring, .handoff/13/request.sh): the same ratios against one
-    # chapter-10 call on the whole sequence, under loopback_* keys; the fwd_eff, fwdbwd_eff and
+    # chapter-10 call on the whole sequence, under loopback_* keys; fwd_eff, fwdbwd_eff and
     # causal_zigzag_eff are two-GPU figures and come only from run_two_gpu.sh (*.summary.json above).
     loopback = run / "handoff" / "13" / "ratios_loopback.json"
     if loopback.exists():
