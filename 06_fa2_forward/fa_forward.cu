@@ -7,6 +7,7 @@
 #include "attention_tiles.cuh"
 #include "cuda_check.h"
 #include "device.h"
+#include "dispatch.h"
 #include "fa_forward.h"
 #include "launch.h"
 
@@ -126,12 +127,7 @@ void forward(const ladder::AttentionShape& s, const float* Q, const float* K, co
   ladder::validate(s, kSupportedD);
   ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, 4}}, 16);
   const Tiles tl = tiles(s, ladder::device().smem_per_block_optin);
-  switch (s.d) {
-    case 32: return launch<32>(s, tl, Q, K, V, O, L, stream);
-    case 64: return launch<64>(s, tl, Q, K, V, O, L, stream);
-    case 128: return launch<128>(s, tl, Q, K, V, O, L, stream);
-    default: throw std::logic_error(std::string(kWho) + ": no kernel for d=" + std::to_string(s.d));
-  }
+  ladder::dispatch_d<32, 64, 128>(s.d, [&](auto D) { launch<D>(s, tl, Q, K, V, O, L, stream); });
 }
 
 }  // namespace fa2

@@ -18,8 +18,10 @@
 
 #include "attention_tiles.cuh"
 #include "cuda_check.h"
+#include "dispatch.h"
 #include "fa_backward.h"
 #include "launch.h"
+#include "numeric.h"
 
 namespace fa2 {
 
@@ -28,7 +30,7 @@ namespace {
 using namespace fa_tiles;
 constexpr const char* kWho = "fa2::backward";
 
-constexpr float kLog2e = 1.4426950408889634f;
+using ladder::kLog2e;
 
 // One tile shape for every product: B_r = B_c = 64. Each thread owns a 4 x 8 (or
 // 4 x 4) micro-tile of every product, so every float4 it reads from shared memory
@@ -359,12 +361,7 @@ BackwardTiles tiles_for(const ladder::AttentionShape& s) {
 
 BackwardTiles backward_tiles(const ladder::AttentionShape& s) {
   ladder::validate(s, kSupportedD);
-  switch (s.d) {
-    case 32: return tiles_for<32>(s);
-    case 64: return tiles_for<64>(s);
-    case 128: return tiles_for<128>(s);
-    default: throw std::logic_error(std::string(kWho) + ": no Config for d=" + std::to_string(s.d));
-  }
+  return ladder::dispatch_d<32, 64, 128>(s.d, [&](auto D) { return tiles_for<D>(s); });
 }
 
 void backward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
@@ -386,12 +383,8 @@ void backward(const ladder::AttentionShape& s, const float* Q, const float* K, c
                           {"L", L, 4},
                           {"D", D, 4}},
                          16);
-  switch (s.d) {
-    case 32: return launch<32>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream);
-    case 64: return launch<64>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream);
-    case 128: return launch<128>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream);
-    default: throw std::logic_error(std::string(kWho) + ": no kernel for d=" + std::to_string(s.d));
-  }
+  ladder::dispatch_d<32, 64, 128>(s.d,
+                                  [&](auto kD) { launch<kD>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream); });
 }
 
 }  // namespace fa2

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "mma.cuh"
+#include "numeric.h"
 #include "tc_layout.h"
 
 namespace tcmm {
@@ -101,6 +102,6 @@ __device__ __forceinline__ void store_pair(const Params& p, int row, int col, fl
   }
 }
 
-__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+using ladder::ceil_div;
 
 }  // namespace tcmm

@@ -52,9 +52,9 @@ struct Options {
 
 Tiling tiling(Kernel k);
 
-// True when this build holds sm_90a code for the Hopper kernels; the device check is the
-// caller's.
-bool compiled_for_sm90a();
+// One of the Hopper steps' kernels, to ask tc::compiled_for_sm90a whether this build holds
+// their sm_90a code.
+const void* sm90a_kernel();
 
 // Launches after the caller's checks (arguments valid, device is cc 9.0, enough shared
 // memory). `fast`: the TMA path (K % 8 == 0, A and Bt 16-byte aligned).

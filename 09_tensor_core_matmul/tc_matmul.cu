@@ -402,7 +402,7 @@ std::string unavailable_reason(Variant v) {
   const std::string device = "device 0 is " + sm_of(d) + " (" + d.name + ")";
   if (needs_sm90a(v)) {
     if (d.cc_major != 9 || d.cc_minor != 0) return std::string(name(v)) + " needs " + kSm90aRequirement + "; " + device;
-    if (!hopper::compiled_for_sm90a())
+    if (!tc::compiled_for_sm90a(hopper::sm90a_kernel()))
       return std::string(name(v)) + " needs " + kSm90aRequirement + " code, and this build has none";
     return "";
   }

@@ -380,7 +380,7 @@ Tiling tiling(Kernel k) {
   return {};
 }
 
-bool compiled_for_sm90a() { return tc::compiled_for_sm90a(reinterpret_cast<const void*>(wgmma_ws_kernel<1, false>)); }
+const void* sm90a_kernel() { return reinterpret_cast<const void*>(wgmma_ws_kernel<1, false>); }
 
 void launch(Kernel k, int M, int N, int K, const bf16* A, const bf16* Bt, float* C, bool fast, const Options& opt,
             cudaStream_t stream) {

@@ -22,7 +22,7 @@ using fa2::Config;
 constexpr int kThreads = 256;
 constexpr const char* kWho = "fa2tc::forward_fp32";
 
-// Chapter 06's shared memory plus two more floats per row (FA1's 1 / l_new and beta).
+// Chapter 06's shared memory plus two more floats per row (FA1's l_i alpha and 1 / l_new).
 template <int d>
 constexpr std::size_t fp32_smem_bytes() {
   return fa2::smem_bytes(d, Config<d>::B_r, Config<d>::B_c) + 2 * 4 * Config<d>::B_r;
@@ -44,7 +44,6 @@ __global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
   float* S = V_j + C * (d + kPad);
   float* row = S + R * (C + kPad);  // FA2: alpha. FA1: l_i alpha, applied before P V ...
   float* row_inv = row + R;         // ... FA1: 1 / l_new, after it
-  float* row_beta = row_inv + R;    // FA1: beta (kept for the record; folded into P~ below)
 
   const int t = threadIdx.x;
   const std::size_t head = blockIdx.y;
@@ -97,7 +96,7 @@ __global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
           l_tilde += p;
         }
         const float l_new = alpha * l_i[u] + beta * sum4(l_tilde);
-        if (lane == 0) row[r] = l_i[u] * alpha, row_inv[r] = l_new > 0.0f ? 1.0f / l_new : 0.0f, row_beta[r] = beta;
+        if (lane == 0) row[r] = l_i[u] * alpha, row_inv[r] = l_new > 0.0f ? 1.0f / l_new : 0.0f;
         l_i[u] = l_new;
       }
       m_i[u] = m_new;

@@ -5,7 +5,7 @@
 //   decode_nopdl/...      the combine launched without programmatic dependent launch
 //   fa2tc_forward/...     chapter 10's forward on the decode shape (the FA2 grid: no split)
 //   anchor:cudaMemcpy_d2d/<shape>/layout=contiguous/splits=auto   (the headline rows' anchor)
-// The multi-gigabyte caches are generated on the device (fdec::fill_uniform_bf16) and kept
+// The multi-gigabyte caches are generated on the device (ladder::fill_uniform_device) and kept
 // until exit, like bench_input's: drawing 8.6 GB of bf16 on the host would take seconds of
 // the GPU session. Paged pools hold the same values, laid out by fdec::copy_to_pages.
 #include <cuda_runtime_api.h>
@@ -23,6 +23,7 @@
 #include "cuda_check.h"
 #include "decode_problem.h"
 #include "device_buffer.h"
+#include "device_random.h"
 #include "flash_decoding.h"
 
 namespace {
@@ -45,7 +46,7 @@ struct Cache {
         n(std::size_t(shape.B) * shape.H_kv * shape.max_seq_len * shape.d),
         kv(2 * n),
         seq_lens(std::vector<int>(shape.B, shape.max_seq_len)) {
-    fdec::fill_uniform_bf16(kv.data(), kv.size(), 11);
+    ladder::fill_uniform_device(kv.data(), kv.size(), 11);
   }
   fdec::KvCache get(CacheKind kind) {
     if (kind == CacheKind::Contiguous) return fdec::KvCache::contiguous(kv.data(), kv.data() + n, s.max_seq_len);

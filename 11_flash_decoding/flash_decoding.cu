@@ -798,19 +798,6 @@ void decode_with_fa2tc(const DecodeShape& s, const bf16* Q, const KvCache& kv, b
 }
 
 namespace {
-__global__ void fill_uniform_kernel(bf16_t* x, std::size_t n, std::uint64_t seed) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    std::uint64_t z = seed + 0x9E3779B97F4A7C15ull * (i + 1);  // splitmix64
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    x[i] = __float2bfloat16_rn(static_cast<float>(z >> 40) * (2.0f / 16777216.0f) - 1.0f);
-  }
-}
-}  // namespace
-
-namespace {
 // One block per (b, page slot i, h_kv): P rows of d bf16, 16 bytes per thread and step.
 __global__ void copy_to_pages_kernel(const bf16_t* K, const bf16_t* V, long long slab, int capacity, bf16_t* K_pages,
                                      bf16_t* V_pages, const int* table, int H_kv, int page_size, int max_pages, int d) {
@@ -872,12 +859,5 @@ std::string check_copy_addressing() {
   return {};
 }
 }  // namespace detail
-
-void fill_uniform_bf16(bf16* x, std::size_t n, std::uint64_t seed, cudaStream_t stream) {
-  if (n == 0) return;
-  ladder::check_pointers("fdec::fill_uniform_bf16", {{"x", x}}, alignof(bf16));
-  fill_uniform_kernel<<<4096, 256, 0, stream>>>(x, n, seed);
-  CUDA_CHECK_LAUNCH();
-}
 
 }  // namespace fdec

@@ -166,11 +166,6 @@ void decode_with_fa2tc(const DecodeShape& s, const bf16* Q, const KvCache& kv, b
 void copy_to_pages(const DecodeShape& s, const bf16* K, const bf16* V, int capacity, bf16* K_pages, bf16* V_pages,
                    const int* block_table, int page_size, int max_pages_per_seq, cudaStream_t stream = nullptr);
 
-// n bf16 values uniform in [-1, 1) generated on the device from (seed, index): the
-// benchmark's multi-gigabyte K/V caches, which would take seconds to draw on the host.
-// TODO(lead): move to common/ (bench_input could fill large buffers this way).
-void fill_uniform_bf16(bf16* x, std::size_t n, std::uint64_t seed, cudaStream_t stream = nullptr);
-
 namespace detail {
 // The kernels' compile-time swizzled copy addresses, checked on the host against chapter 09's
 // tc::swizzle_128b for every lane. Empty when they agree, else the first mismatch.

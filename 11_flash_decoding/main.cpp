@@ -18,6 +18,7 @@
 #include "decode_problem.h"
 #include "device.h"
 #include "device_buffer.h"
+#include "device_random.h"
 #include "flash_decoding.h"
 #include "npy.h"
 #include "random.h"
@@ -63,7 +64,7 @@ struct HeadlineCache {
         n(std::size_t(shape.B) * shape.H_kv * shape.max_seq_len * shape.d),
         kv(2 * n),
         seq_lens(std::vector<int>(shape.B, shape.max_seq_len)) {
-    fdec::fill_uniform_bf16(kv.data(), kv.size(), seed);
+    ladder::fill_uniform_device(kv.data(), kv.size(), seed);
     for (int i = 0; i < 2; ++i) {
       const int P = i == 0 ? 16 : 64, per_seq = (s.max_seq_len + P - 1) / P;
       pages[i] = s.B * per_seq;
@@ -166,7 +167,7 @@ int main(int argc, char** argv) {
       HeadlineCache c(s, 1);
       ladder::DeviceBuffer<fdec::bf16> Q(s.q_elems()), O(s.q_elems());
       ladder::DeviceBuffer<float> LSE(s.rows());
-      fdec::fill_uniform_bf16(Q.data(), Q.size(), 7);
+      ladder::fill_uniform_device(Q.data(), Q.size(), 7);
       fdec::Options o = opt;
       if (profile == "nosplit") o.splits = 1;
       const fdec::CacheKind kind = profile == "paged16"   ? fdec::CacheKind::Paged16
@@ -233,7 +234,7 @@ int main(int argc, char** argv) {
       HeadlineCache c(t, seed + 100);
       ladder::DeviceBuffer<fdec::bf16> Q(t.q_elems()), O(t.q_elems()), copy(c.kv.size());
       ladder::DeviceBuffer<float> LSE(t.rows());
-      fdec::fill_uniform_bf16(Q.data(), Q.size(), seed + 101);
+      ladder::fill_uniform_device(Q.data(), Q.size(), seed + 101);
       std::size_t ws_bytes = 0;
       for (long long sp : sweep) {
         fdec::Options o = opt;

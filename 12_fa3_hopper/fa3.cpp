@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "09_tensor_core_matmul/tc_hopper.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3.h"
@@ -68,7 +69,8 @@ std::string unavailable_reason() {
     return "the FA3 kernels need an sm_90a GPU (compute capability 9.0: H100, H200: wgmma, setmaxnreg); device 0 is "
            "sm_" +
            std::to_string(d.cc_major * 10 + d.cc_minor) + " (" + d.name + ")";
-  if (!detail::compiled_for_sm90a()) return "the FA3 kernels need sm_90a code, and this build has none";
+  if (!tc::compiled_for_sm90a(detail::sm90a_kernel()))
+    return "the FA3 kernels need sm_90a code, and this build has none";
   return "";
 }
 

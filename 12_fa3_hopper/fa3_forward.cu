@@ -493,9 +493,8 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
 
 }  // namespace
 
-bool compiled_for_sm90a() {
-  return tc::compiled_for_sm90a(
-      reinterpret_cast<const void*>(fa3_kernel<Cfg<128, false, Step::IntraWg>, SingleTileScheduler>));
+const void* sm90a_kernel() {
+  return reinterpret_cast<const void*>(fa3_kernel<Cfg<128, false, Step::IntraWg>, SingleTileScheduler>);
 }
 
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,

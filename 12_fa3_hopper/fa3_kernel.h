@@ -48,8 +48,9 @@ inline Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0) {
   });
 }
 
-// True when this build holds sm_90a code for the kernels.
-bool compiled_for_sm90a();
+// One of the kernels, to ask tc::compiled_for_sm90a (09's tc_hopper.h) whether this build
+// holds their sm_90a code.
+const void* sm90a_kernel();
 
 // After every check: builds the tensor maps and launches the variant.
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
