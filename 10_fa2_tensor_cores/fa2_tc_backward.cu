@@ -604,6 +604,18 @@ void launch_accumulate(const ladder::AttentionShape& s, const BwdParams& p, cuda
 
 std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
 
+// What backward() and backward_accumulate() give the kernels alike: the inputs, D's place
+// (the workspace's first B*H*N floats), the shape and the scale.
+BwdParams params(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+                 const float* L, const bf16* dO, float* workspace) {
+  BwdParams p{};
+  p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L, p.D = workspace;
+  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
+  p.causal = s.causal;
+  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
+  return p;
+}
+
 }  // namespace
 
 const char* name(DqPath p) { return p == DqPath::Atomic ? "atomic" : "deterministic"; }
@@ -626,12 +638,8 @@ void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const b
                           {"L", L, alignof(float)}},
                          16);
   ladder::check_grid(who, ladder::ceil_div(s.nkv(), 64), s.kv_heads());
-  BwdParams p{};
-  p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L;
-  p.D = workspace, p.dQ_acc = dQ_acc, p.dK_acc = dK_acc, p.dV_acc = dV_acc;
-  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
-  p.causal = s.causal;
-  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
+  BwdParams p = params(s, Q, K, V, O, L, dO, workspace);
+  p.dQ_acc = dQ_acc, p.dK_acc = dK_acc, p.dV_acc = dV_acc;
   if (s.d == 128) return launch_accumulate<B128_0>(s, p, stream);
   return launch_accumulate<B64_0>(s, p, stream);
 }
@@ -673,13 +681,9 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
   ladder::check_grid(who + " (dK, dV)", ladder::ceil_div(s.nkv(), 64), s.kv_heads());
   ladder::check_grid(who + " (dQ)", ladder::ceil_div(s.N, 64), s.heads());
 
-  BwdParams p{};
-  p.Q = Q, p.K = K, p.V = V, p.O = O, p.dO = dO, p.L = L, p.dQ = dQ, p.dK = dK, p.dV = dV;
-  p.D = workspace;
+  BwdParams p = params(s, Q, K, V, O, L, dO, workspace);
+  p.dQ = dQ, p.dK = dK, p.dV = dV;
   p.dQ_acc = opt.path == DqPath::Atomic ? workspace + round_up4(s.rows()) : nullptr;
-  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
-  p.causal = s.causal;
-  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
   if (s.d == 128)
     return Configs128::launch(opt.config, [&](auto c) { launch<decltype(c), Dq128>(s, p, opt.path, stream); });
   Configs64::launch(opt.config, [&](auto c) { launch<decltype(c), Dq64>(s, p, opt.path, stream); });
