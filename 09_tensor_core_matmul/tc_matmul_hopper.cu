@@ -147,7 +147,7 @@ __global__ void __launch_bounds__(kTmaThreads, 2)
 // 384 threads = 3 warpgroups with different jobs. Warpgroup 0, the producer, only moves
 // data: one elected thread waits for a free stage ("empty" mbarrier), announces the
 // stage's bytes and issues its TMA copies (completing the "full" mbarrier). Warpgroups
-// 1 and 2, the consumers, only compute: wait for a full stage, issue 4 wgmma
+// 1 and 2, the consumers, only compute: wait for a full stage, start four wgmma
 // m64n256k16 on it, and release the *previous* stage as soon as its wgmma are done
 // (wgmma.wait_group 1 keeps one batch in flight), so the tensor cores never wait for a
 // barrier round trip. setmaxnreg moves registers from the producer (40) to the consumers
