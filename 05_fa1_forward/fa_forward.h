@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "attention_shape.h"
+#include "numeric.h"
 
 namespace fa1 {
 
@@ -30,7 +31,7 @@ Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block);
 inline constexpr int kRowAlign = 8;
 // Q_i, K_j, V_j, O_i, the S_ij / P~_ij tile and two floats per row (l_i, m_i factors).
 constexpr std::size_t smem_bytes(int d, int B_r, int B_c) {
-  const std::size_t R = (B_r + kRowAlign - 1) / kRowAlign * kRowAlign, C = (B_c + 3) / 4 * 4;
+  const std::size_t R = ladder::round_up(B_r, kRowAlign), C = ladder::round_up(B_c, 4);
   return 4 * ((2 * R + 2 * C) * (d + 4) + R * (C + 4) + 2 * R);
 }
 

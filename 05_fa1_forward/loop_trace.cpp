@@ -25,7 +25,7 @@ std::vector<Visit> loop_trace(const ladder::AttentionShape& s, const Tiles& t) {
 }
 
 std::vector<SmemPart> smem_parts(int d, int B_r, int B_c) {
-  const long R = (B_r + kRowAlign - 1) / kRowAlign * kRowAlign, C = (B_c + 3) / 4 * 4, ld = d + 4;
+  const long R = ladder::round_up(B_r, kRowAlign), C = ladder::round_up(B_c, 4), ld = d + 4;
   return {{"Q_i", R * ld}, {"K_j", C * ld},           {"V_j", C * ld}, {"S_ij / P_ij", R * (C + 4)},
           {"O_i", R * ld}, {"a_row and b_row", 2 * R}};
 }

@@ -602,8 +602,6 @@ void launch_accumulate(const ladder::AttentionShape& s, const BwdParams& p, cuda
   CUDA_CHECK_LAUNCH();
 }
 
-std::size_t round_up4(std::size_t n) { return (n + 3) / 4 * 4; }
-
 // What backward() and backward_accumulate() give the kernels alike: the inputs, D's place
 // (the workspace's first B*H*N floats), the shape and the scale.
 BwdParams params(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
@@ -651,7 +649,7 @@ std::vector<TileConfig> backward_configs(int d) {
 }
 
 std::size_t backward_workspace_floats(const ladder::AttentionShape& s, DqPath path) {
-  return round_up4(s.rows()) + (path == DqPath::Atomic ? s.elems() : 0);
+  return ladder::round_up(s.rows(), 4) + (path == DqPath::Atomic ? s.elems() : 0);
 }
 
 void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
@@ -683,7 +681,7 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
 
   BwdParams p = params(s, Q, K, V, O, L, dO, workspace);
   p.dQ = dQ, p.dK = dK, p.dV = dV;
-  p.dQ_acc = opt.path == DqPath::Atomic ? workspace + round_up4(s.rows()) : nullptr;
+  p.dQ_acc = opt.path == DqPath::Atomic ? workspace + ladder::round_up(s.rows(), 4) : nullptr;
   if (s.d == 128)
     return Configs128::launch(opt.config, [&](auto c) { launch<decltype(c), Dq128>(s, p, opt.path, stream); });
   Configs64::launch(opt.config, [&](auto c) { launch<decltype(c), Dq64>(s, p, opt.path, stream); });

@@ -698,7 +698,7 @@ Plan plan(const DecodeShape& s, const Options& opt) {
   p.blocks = units * p.split.splits;
   if (p.split.splits > 1) {
     const std::size_t parts = s.rows() * p.split.splits;
-    p.workspace_bytes = (parts * s.d + (parts + 3) / 4 * 4) * sizeof(float);
+    p.workspace_bytes = (parts * s.d + ladder::round_up(parts, 4)) * sizeof(float);
   }
   return p;
 }

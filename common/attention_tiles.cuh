@@ -27,8 +27,8 @@ namespace fa_tiles {
 
 constexpr int kPad = 4;
 
-__host__ __device__ constexpr int round_up(int x, int m) { return (x + m - 1) / m * m; }
 using ladder::ceil_div;
+using ladder::round_up;
 
 __device__ __forceinline__ float at(const float4& v, int e) { return e == 0 ? v.x : e == 1 ? v.y : e == 2 ? v.z : v.w; }
 __device__ __forceinline__ float4 lds4(const float* p) { return *reinterpret_cast<const float4*>(p); }

@@ -20,5 +20,10 @@ inline constexpr float kLn2 = 0.6931471805599453f;
 // Tiles needed to cover n items, m per tile (n >= 0, m > 0).
 LADDER_HOST_DEVICE constexpr int ceil_div(int n, int m) { return (n + m - 1) / m; }
 LADDER_HOST_DEVICE constexpr std::int64_t ceil_div(std::int64_t n, std::int64_t m) { return (n + m - 1) / m; }
+// n padded to a whole number of m-item tiles (n >= 0, m > 0), in n's type.
+template <class T>
+LADDER_HOST_DEVICE constexpr T round_up(T n, int m) {
+  return (n + m - 1) / m * m;
+}
 
 }  // namespace ladder
