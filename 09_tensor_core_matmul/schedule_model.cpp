@@ -228,8 +228,8 @@ void write_csv(std::ostream& out, const std::string& panel, const Machine& m) {
         << "flip," << quoted(f.barrier + " phase " + std::to_string(f.phase)) << ',' << f.time << ',' << f.time << '\n';
 }
 
-void write_param(std::ostream& out, const std::string& panel, const std::string& name, const std::string& value) {
-  out << quoted(panel) << ",,,param," << quoted(name + "=" + value) << ",0,0\n";
+void write_params(std::ostream& out, const std::string& panel, std::initializer_list<Param> params) {
+  for (const Param& p : params) out << quoted(panel) << ",,,param," << quoted(p.name + "=" + p.value) << ",0,0\n";
 }
 
 }  // namespace sched

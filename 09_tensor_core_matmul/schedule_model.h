@@ -20,8 +20,10 @@
 
 #include <cstdint>
 #include <deque>
+#include <initializer_list>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sched {
@@ -148,6 +150,11 @@ class Machine {
 // "name=value") so that a picture can say what it assumed.
 void write_csv_header(std::ostream& out);
 void write_csv(std::ostream& out, const std::string& panel, const Machine& m);
-void write_param(std::ostream& out, const std::string& panel, const std::string& name, const std::string& value);
+struct Param {
+  std::string name, value;
+  Param(std::string n, std::string v) : name(std::move(n)), value(std::move(v)) {}
+  Param(std::string n, long long v) : name(std::move(n)), value(std::to_string(v)) {}
+};
+void write_params(std::ostream& out, const std::string& panel, std::initializer_list<Param> params);
 
 }  // namespace sched

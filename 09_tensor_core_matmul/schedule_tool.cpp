@@ -19,6 +19,10 @@ namespace {
 
 constexpr long kTensorFlopsPerCycle = 4096;  // dense bf16 per SM per cycle (H100, H200)
 
+std::string tile_name(const tcmm::Tiling& t) {
+  return std::to_string(t.BM) + "x" + std::to_string(t.BN) + "x" + std::to_string(t.BK);
+}
+
 // Steps 1-3 (one buffer: copy, wait, compute) and step 4 (kStages buffers, kStages - 1
 // tiles in flight), one CTA. Every warp runs the same loop, so the CTA is one agent; the
 // buffers are lanes of their own: what each one holds at each k16 slice.
@@ -54,11 +58,8 @@ void pipeline(std::ostream& out, tcmm::Variant v, const std::string& panel, int 
   }
   m.run();
   sched::write_csv(out, panel, m);
-  sched::write_param(out, panel, "stages", std::to_string(S));
-  sched::write_param(out, panel, "tile",
-                     std::to_string(t.BM) + "x" + std::to_string(t.BN) + "x" + std::to_string(t.BK));
-  sched::write_param(out, panel, "slice_cycles", std::to_string(slice));
-  sched::write_param(out, panel, "copy_cycles", std::to_string(copy));
+  sched::write_params(out, panel,
+                      {{"stages", S}, {"tile", tile_name(t)}, {"slice_cycles", slice}, {"copy_cycles", copy}});
 }
 
 // Step 6a (one tile per CTA, CTAs one after the other on an SM) and 6b (persistent: one
@@ -117,13 +118,13 @@ void warp_specialised(std::ostream& out, tcmm::Variant v, const std::string& pan
   }
   m.run();
   sched::write_csv(out, panel, m);
-  sched::write_param(out, panel, "stages", std::to_string(S));
-  sched::write_param(out, panel, "tile",
-                     std::to_string(t.BM) + "x" + std::to_string(t.BN) + "x" + std::to_string(t.BK));
-  sched::write_param(out, panel, "wgmma_cycles", std::to_string(wgmma));
-  sched::write_param(out, panel, "consumer_warps", std::to_string(consumer_warps));
-  sched::write_param(out, panel, "copy_cycles", std::to_string(copy));
-  sched::write_param(out, panel, "store_cycles", std::to_string(store));
+  sched::write_params(out, panel,
+                      {{"stages", S},
+                       {"tile", tile_name(t)},
+                       {"wgmma_cycles", wgmma},
+                       {"consumer_warps", consumer_warps},
+                       {"copy_cycles", copy},
+                       {"store_cycles", store}});
 }
 
 }  // namespace

@@ -169,13 +169,13 @@ void play(std::ostream& out, int T, const Costs& cost) {
   m.run();
   const std::string panel = fa3::name(C::kStep);
   sched::write_csv(out, panel, m);
-  sched::write_param(out, panel, "stages", std::to_string(S));
-  sched::write_param(out, panel, "gemm_cycles", std::to_string(C::kSSteps * s_wgmma));
-  sched::write_param(out, panel, "softmax_cycles", std::to_string(softmax));
-  sched::write_param(out, panel, "gemm",
-                     std::to_string(rows) + " x " + std::to_string(B_c) + " x " + std::to_string(d));
-  sched::write_param(out, panel, "copy_cycles", std::to_string(cost.copy));
-  sched::write_param(out, panel, "key_tiles", std::to_string(T));
+  sched::write_params(out, panel,
+                      {{"stages", S},
+                       {"gemm_cycles", C::kSSteps * s_wgmma},
+                       {"softmax_cycles", softmax},
+                       {"gemm", std::to_string(rows) + " x " + std::to_string(B_c) + " x " + std::to_string(d)},
+                       {"copy_cycles", cost.copy},
+                       {"key_tiles", T}});
 }
 
 }  // namespace

@@ -162,6 +162,21 @@ function(ladder_add_cli_test chapter name)
   set_tests_properties(${chapter}.cli.${name} PROPERTIES LABELS cpu TIMEOUT 120)
 endfunction()
 
+# ladder_add_attention_cli_tests(<chapter>): the refusals every attention executable that
+# takes --B/--H/--N/--d and --check-N shares (chapters 10 and 12): sizes past the device's
+# memory, past the grid, past an int, and a check size out of range.
+function(ladder_add_attention_cli_tests chapter)
+  ladder_add_cli_test(${chapter} n_past_memory EXPECT "needs [0-9.]+ GB of device memory" ARGS --N 2147483647)
+  ladder_add_cli_test(${chapter} b_past_memory EXPECT "needs [0-9.]+ GB of device memory" ARGS --B 100000)
+  ladder_add_cli_test(${chapter} h_past_memory EXPECT "needs [0-9.]+ GB of device memory" ARGS --H 100000)
+  ladder_add_cli_test(${chapter} n_2_million EXPECT "needs [0-9.]+ GB of device memory" ARGS --N 2000000)
+  ladder_add_cli_test(${chapter} heads_past_grid EXPECT "along y. CUDA allows 1 to 65535"
+    ARGS --B 4096 --H 16 --N 64 --d 64)
+  ladder_add_cli_test(${chapter} head_past_int EXPECT "N.d and N_kv.d must fit in an int"
+    ARGS --B 1 --H 1 --N 16777217 --d 128)
+  ladder_add_cli_test(${chapter} check_n EXPECT "--check-N must be between 1 and 16384" ARGS --check-N 999999)
+endfunction()
+
 # ladder_add_sm90a_library(<name> <sources...>): the kernels that use wgmma and setmaxnreg,
 # which exist only on sm_90a (not in plain sm_90, nor in any other GPU's code), as a static
 # library compiled for that one target whatever CMAKE_CUDA_ARCHITECTURES says. The chapter
