@@ -95,6 +95,24 @@ __device__ __forceinline__ void fence_proxy_async_shared_cta() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// The same between the async proxy's writes to global memory (a bulk reduce-add) and the
+// generic proxy's view of them (chapter 14's deterministic dQ: one CTA's reduce must land before
+// the next CTA's is issued).
+__device__ __forceinline__ void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;\n" ::: "memory"); }
+
+// ---- flags in global memory between CTAs (chapter 14) -------------------------------------------
+// A load that acquires at GPU scope (what the writer of the flag released is visible after it),
+// and an addition that releases (this thread's earlier writes are visible to whoever acquires
+// the new value).
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+
 // ---- TMA: cp.async.bulk.tensor ---------------------------------------------------------
 // One thread asks the copy engine for a whole box of a 2D tensor (described by a
 // CUtensorMap made on the host with cuTensorMapEncodeTiled); the engine writes it to
@@ -133,6 +151,30 @@ __device__ __forceinline__ void cp_async_bulk_tensor_3d_global_to_shared(std::ui
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+// ---- bulk reduce-add without a tensor map (chapter 14) ------------------------------------------
+// cp.reduce.async.bulk ... .add.f32: the copy engine adds `bytes` of fp32 from shared memory
+// into global memory (the additions happen at the L2, atomically per element): chapter 14's dQ
+// tile, one instruction instead of one atomic per element. Completion is tracked per thread
+// by bulk groups: commit after issuing, then wait_group_read before the source is written again
+// (the engine has read it) and wait_group before the kernel ends (the writes are done).
+__device__ __forceinline__ void cp_reduce_async_bulk_add_f32(float* dst, std::uint32_t src, std::uint32_t bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(dst)),
+               "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_bulk_commit_group() {
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_bulk_wait_group_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(kPending) : "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
 // Fetches the 128-byte tensor map into the copy engine's cache ahead of the first copy.
 __device__ __forceinline__ void prefetch_tensormap(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<std::uint64_t>(map)) : "memory");
@@ -224,6 +266,25 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], std::uint
       : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56), TC_R8(64), TC_R8(72),
         TC_R8(80), TC_R8(88), TC_R8(96), TC_R8(104), TC_R8(112), TC_R8(120)
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// m64n64k16, both operands from shared memory, each K-major or, transposed, MN-major (the
+// instruction's imm-trans-a/-b; bf16 only) (chapter 14): S^T = K Q^T and dP^T = V dO^T with
+// both K-major, dQ = dS K with dS stored as dS^T and K as it lies (both MN-major).
+template <int kTransA, int kTransB>
+__device__ __forceinline__ void wgmma_m64n64k16_ss_bf16(float (&d)[32], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                        int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, "
+      "%32, %33, p, 1, 1, %35, %36;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d), "n"(kTransA), "n"(kTransB));
 }
 
 // ---- wgmma, A from registers ("RS"), and FP8 (chapter 12) ----------------------------------

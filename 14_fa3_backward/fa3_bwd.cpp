@@ -1,0 +1,110 @@
+// The host side of chapter 14: every check before any launch, then the three launches of one
+// backward (pre-processing, the main kernel, post-processing) in one stream. The kernels are in
+// fa3_bwd_prepost.cu and fa3_bwd_kernel.cu (sm_90a); the tile policy in fa3_bwd_config.h.
+#include <climits>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "09_tensor_core_matmul/tc_hopper.h"
+#include "device.h"
+#include "fa3_bwd.h"
+#include "fa3_bwd_config.h"
+#include "launch.h"
+#include "numeric.h"
+
+namespace fa3bwd {
+
+namespace {
+
+// L2, D, the dQ accumulator, then one int flag per 64 x 64 block of it.
+struct Workspace {
+  float *L2, *D, *dQ_acc;
+  int* dq_flags;
+};
+Workspace carve(const ladder::AttentionShape& s, float* w) {
+  const std::size_t rows = s.heads() * std::size_t(layout::padded_rows(s.N));
+  return {w, w + rows, w + 2 * rows, reinterpret_cast<int*>(w + 2 * rows + rows * s.d)};
+}
+
+}  // namespace
+
+const char* name(Step s) {
+  switch (s) {
+    case Step::Atomic: return "atomic";
+    case Step::BulkReduce: return "bulk";
+    case Step::Deterministic: return "deterministic";
+  }
+  return "?";
+}
+
+std::string unavailable_reason() {
+  const ladder::DeviceInfo& d = ladder::device();
+  if (!d.available) return "no CUDA device (" + d.reason + ")";
+  if (d.cc_major != 9 || d.cc_minor != 0)
+    return "the FA3 backward needs an sm_90a GPU (compute capability 9.0: H100, H200: wgmma, setmaxnreg, TMA); "
+           "device 0 is sm_" +
+           std::to_string(d.cc_major * 10 + d.cc_minor) + " (" + d.name + ")";
+  if (!tc::compiled_for_sm90a(detail::sm90a_kernel()))
+    return "the FA3 backward needs sm_90a code, and this build has none";
+  return "";
+}
+
+std::size_t backward_workspace_floats(const ladder::AttentionShape& s) {
+  const std::size_t rows = s.heads() * std::size_t(layout::padded_rows(s.N));
+  const std::size_t dq = rows * std::size_t(s.d);
+  static_assert(sizeof(int) == sizeof(float), "one flag per float slot");
+  return 2 * rows + dq + dq / layout::kChunkFloats;
+}
+
+void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+              const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace, cudaStream_t stream) {
+  backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, BackwardOptions{}, stream);
+}
+
+void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+              const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
+              const BackwardOptions& opt, cudaStream_t stream) {
+  const std::string who = "fa3bwd::backward";
+  const ladder::AttentionShape s = ladder::validate(shape, kSupportedD, ladder::KvHeads::Any);
+  if (std::int64_t(layout::padded_rows(s.N)) * s.d > INT_MAX || std::int64_t(s.nkv() + 128) * s.d > INT_MAX)
+    throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
+  std::size_t smem = 0;
+  try {
+    smem = detail::smem_bytes(s.d, opt.step);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(who + ": " + e.what());
+  }
+  ladder::check_grid(who, static_cast<unsigned long long>(ladder::ceil_div(s.nkv(), 128)), s.kv_heads());
+  // TMA, the bulk copies and the paired bf16 stores need 16-byte aligned tensors.
+  ladder::check_pointers(who,
+                         {{"Q", Q},
+                          {"K", K},
+                          {"V", V},
+                          {"O", O},
+                          {"L", L, alignof(float)},
+                          {"dO", dO},
+                          {"dQ", dQ},
+                          {"dK", dK},
+                          {"dV", dV},
+                          {"workspace", workspace}},
+                         16);
+  if (const std::string why = unavailable_reason(); !why.empty()) throw std::invalid_argument(who + ": " + why);
+  if (ladder::device().smem_per_block_optin < smem)
+    throw std::invalid_argument(who + " needs " + std::to_string(smem) + " bytes of shared memory per block; " +
+                                ladder::device().name + " allows " +
+                                std::to_string(ladder::device().smem_per_block_optin));
+
+  const Workspace w = carve(s, workspace);
+  detail::launch_preprocess(s, O, dO, L, w.L2, w.D, w.dQ_acc, stream);
+  detail::Params p{};
+  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
+  p.N_pad = layout::padded_rows(s.N), p.T_r = p.N_pad / layout::B_r;
+  p.causal = s.causal;
+  p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
+  p.L2 = w.L2, p.D = w.D, p.dQ_acc = w.dQ_acc, p.dq_flags = w.dq_flags, p.dK = dK, p.dV = dV;
+  detail::launch_main(s, {Q, K, V, dO}, p, opt.step, stream);
+  detail::launch_postprocess(s, w.dQ_acc, dQ, stream);
+}
+
+}  // namespace fa3bwd

@@ -1,0 +1,114 @@
+// The tile policy of chapter 14 in one place: one Cfg per compiled variant (head dim, step)
+// owns its tiles, its TMA boxes, its pipeline depth, its shared-memory layout and its register
+// budgets; with_cfg() is the one switch from the run-time choice to the compiled variant. And
+// what a launch of the main kernel is given (Params). No CUDA device syntax.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#include "fa3_bwd.h"
+#include "fa3_bwd_layout.h"
+
+namespace fa3bwd::detail {
+
+template <int d_, Step kStep_>
+struct Cfg {
+  static constexpr int d = d_;
+  static constexpr Step kStep = kStep_;
+  static constexpr bool kBulk = kStep != Step::Atomic;  // dQ through shared memory and the writer warp
+  static constexpr bool kDeterministic = kStep == Step::Deterministic;
+
+  // A CTA owns B_c = 128 keys (K_j, V_j), 64 per consumer warpgroup, and walks the query
+  // tiles of B_r = 64 rows (Q_i, dO_i, L_i, D_i) of every query head of its KV head.
+  static constexpr int B_r = layout::B_r, B_c = 128, kKeysPerWarpgroup = 64;
+  static constexpr int kBoxCols = 64;    // bf16 columns per TMA box: one 128-byte swizzle row
+  static constexpr int kBoxes = d / 64;  // column boxes of every [rows][d] tile
+  static constexpr int kStages = 2;      // the Q_i/dO_i ring
+  static constexpr int kThreads = 384;   // warpgroup 0: the TMA producer warp, the dQ writer warp;
+                                         // warpgroups 1, 2: the consumers
+  static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
+  static constexpr int kRegsAtEntry = 65536 / kThreads / 8 * 8;
+
+  // Shared memory, in this order (every tile 1024-byte aligned, as the swizzle needs):
+  //   K_j, V_j                      [kBoxes][B_c][128 B], by TMA, once
+  //   kStages x {Q_i, dO_i, L_i, D_i}  [kBoxes][B_r][128 B] twice, then 64 + 64 floats
+  //   dS^T                          [B_c][B_r] bf16, 128B-swizzled as TMA would write it
+  //   dQ (BulkReduce, Deterministic)  two 64 x 64 fp32 blocks per consumer warpgroup
+  //   mbarriers
+  static constexpr int kKBytes = B_c * d * 2, kVBytes = kKBytes;
+  static constexpr int kQBytes = B_r * d * 2, kdOBytes = kQBytes, kRowBytes = B_r * 4;
+  static constexpr int kStageLoadBytes = kQBytes + kdOBytes;  // what TMA delivers (the producer warp copies L_i, D_i)
+  static constexpr int kStageBytes = (kStageLoadBytes + 2 * kRowBytes + 1023) / 1024 * 1024;
+  static constexpr int kdSBytes = B_c * B_r * 2;
+  static constexpr int kdQBuffers = 2;
+  static constexpr int kdQBytes = kBulk ? 2 * kdQBuffers * layout::kChunkFloats * 4 : 0;
+  static constexpr std::size_t kBarrierBytes = 8 * (1 + 2 * kStages + 2 * 2 * kdQBuffers);
+  static constexpr std::size_t kSmemBytes =
+      1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes + kdSBytes + kdQBytes + kBarrierBytes;
+
+  // The GEMMs' k steps: S^T and dP^T along d (16 per wgmma); dV and dK along the B_r queries;
+  // dQ along the keys: at d = 128 each consumer computes 64 of dQ's columns over all B_c keys,
+  // at d = 64 all columns over its own 64 keys (then both add into the same block).
+  static constexpr int kSSteps = d / 16, kQSteps = B_r / 16;
+  static constexpr int kDqKeySteps = d == 128 ? B_c / 16 : kKeysPerWarpgroup / 16;
+
+  static_assert(d == 64 || d == 128, "d in {64, 128}");
+  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * kRegsAtEntry,
+                "setmaxnreg budgets within the registers the CTA starts with");
+};
+
+// The main kernel's parameters (beside the four tensor maps).
+struct Params {
+  int H, H_kv, group, N_q, N_kv, offset;  // offset = N_kv - N_q (the causal diagonal)
+  int T_r, N_pad;                         // query tiles per head, and the padded rows of L2, D
+  bool causal;
+  float scale_log2e;  // 1/sqrt(d) * log2(e): P = exp2(S scale_log2e - L2)
+  float scale;        // 1/sqrt(d): dK = scale dS^T Q (dQ's is applied by the post-processing)
+  const float *L2, *D;
+  float* dQ_acc;
+  int* dq_flags;  // Deterministic: how many key tiles have added into each dQ block
+  bf16 *dK, *dV;
+};
+
+template <class F>
+decltype(auto) with_cfg(int d, Step step, F&& f) {
+  auto by_step = [&](auto d_) -> decltype(auto) {
+    constexpr int D = decltype(d_)::value;
+    switch (step) {
+      case Step::Atomic: return f(Cfg<D, Step::Atomic>{});
+      case Step::BulkReduce: return f(Cfg<D, Step::BulkReduce>{});
+      case Step::Deterministic: return f(Cfg<D, Step::Deterministic>{});
+    }
+    throw std::invalid_argument("fa3bwd: step " + std::to_string(int(step)) +
+                                " is not a step: atomic, bulk or deterministic (fa3bwd::Step)");
+  };
+  if (d == 128) return by_step(std::integral_constant<int, 128>{});
+  if (d == 64) return by_step(std::integral_constant<int, 64>{});
+  throw std::invalid_argument("fa3bwd: d=" + std::to_string(d) + " is not compiled: d in {64, 128}");
+}
+
+inline std::size_t smem_bytes(int d, Step step) {
+  return with_cfg(d, step, [](auto c) { return decltype(c)::kSmemBytes; });
+}
+
+// One of the kernels, to ask tc::compiled_for_sm90a whether this build has their code.
+const void* sm90a_kernel();
+
+// The operands of the main kernel and its launch (after every check).
+struct Operands {
+  const bf16 *Q, *K, *V, *dO;
+};
+void launch_main(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, cudaStream_t stream);
+
+// The pre- and post-processing (fa3_bwd_prepost.cu): L2 = L log2(e) (+inf where L = -inf and
+// in the padding rows), D = rowsum(dO * O) (0 in the padding), the dQ accumulator zeroed;
+// then dQ = scale * dQ_acc, rounded to bf16. The flags follow the accumulator in the workspace
+// and are zeroed with it.
+void launch_preprocess(const ladder::AttentionShape& s, const bf16* O, const bf16* dO, const float* L, float* L2,
+                       float* D, float* dQ_acc, cudaStream_t stream);
+void launch_postprocess(const ladder::AttentionShape& s, const float* dQ_acc, bf16* dQ, cudaStream_t stream);
+
+}  // namespace fa3bwd::detail

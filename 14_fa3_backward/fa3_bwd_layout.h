@@ -1,0 +1,37 @@
+// Where chapter 14's kernels put things: the query tile, the padded rows of L and D, and the
+// dQ accumulator's layout, shared by the main kernel (which adds into it), the
+// post-processing kernel (which reads it) and the CPU tests. Host and device.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define BWD_HD __host__ __device__
+#else
+#define BWD_HD
+#endif
+
+namespace fa3bwd::layout {
+
+// B_r: query rows per step of the main loop (one wgmma M of dQ, one N of S^T).
+inline constexpr int B_r = 64;
+BWD_HD constexpr int padded_rows(int N) { return (N + B_r - 1) / B_r * B_r; }
+
+// The dQ accumulator: per query head, per query tile i, per 64 columns of d ("chunk"), a
+// 64 x 64 fp32 block of 16 KB, contiguous, so that one bulk reduce-add moves a whole block.
+// Inside a block the 16-byte units of row r are XOR-swizzled with r % 8: the eight rows a warp
+// writes at once (accumulator rows g = 0..7) then land in eight different bank groups.
+inline constexpr int kChunkCols = 64;
+inline constexpr int kChunkFloats = B_r * kChunkCols;
+BWD_HD constexpr int chunk_offset(int r, int col) { return r * kChunkCols + (((col / 4) ^ (r % 8)) * 4) + col % 4; }
+BWD_HD constexpr std::size_t block_index(std::size_t head, int T_r, int i, int d, int chunk) {
+  return ((head * T_r + i) * (d / kChunkCols) + chunk) * kChunkFloats;
+}
+
+// The deterministic step's flags: one int per dQ block, in the order of the blocks.
+BWD_HD constexpr std::size_t flag_index(std::size_t head, int T_r, int i, int d, int chunk) {
+  return (head * T_r + i) * (d / kChunkCols) + chunk;
+}
+
+}  // namespace fa3bwd::layout

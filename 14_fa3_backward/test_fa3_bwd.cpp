@@ -1,0 +1,160 @@
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "12_fa3_hopper/fa3.h"
+#include "attention_test_cases.h"
+#include "fa3_bwd.h"
+#include "fa3_bwd_config.h"
+#include "fa3_bwd_problem.h"
+#include "gtest_helpers.h"
+#include "reference_attention.h"
+
+namespace {
+
+using fa3bwd::bf16;
+using ladder::attention_shape;
+using ladder::AttentionShape;
+
+#define FA3BWD_REQUIRE_SM90A()                                              \
+  do {                                                                      \
+    LADDER_REQUIRE_GPU();                                                   \
+    if (const std::string why = fa3bwd::unavailable_reason(); !why.empty()) \
+      GTEST_SKIP() << "GPU test skipped: " << why;                          \
+  } while (0)
+
+// ---- CPU: the layouts the kernels rely on, bad input --------------------------------------------
+
+// The dQ accumulator's swizzle permutes the 16-byte units of each row: every (row, column) of a
+// 64 x 64 block has its own float, inside the row's own 256 bytes (one bulk reduce-add per
+// block adds each element once), and the post-processing reads it back from the same place.
+TEST(CpuFa3Bwd, DqBlockLayoutIsAPermutationOfEachRow) {
+  namespace L = fa3bwd::layout;
+  std::set<int> seen;
+  for (int r = 0; r < L::B_r; ++r)
+    for (int c = 0; c < L::kChunkCols; ++c) {
+      const int o = L::chunk_offset(r, c);
+      EXPECT_EQ(o / L::kChunkCols, r) << "row " << r << " col " << c;
+      EXPECT_TRUE(seen.insert(o).second) << "offset " << o << " used twice";
+    }
+  EXPECT_EQ(seen.size(), std::size_t(L::kChunkFloats));
+  // A warp's 8-byte stores of accumulator rows g = 0..7 at one column: eight bank groups.
+  for (int col = 0; col < L::kChunkCols; col += 2) {
+    std::set<int> units;
+    for (int g = 0; g < 8; ++g) units.insert((L::chunk_offset(g, col) / 4) % 8);
+    EXPECT_EQ(units.size(), 8u) << "column " << col;
+  }
+}
+
+TEST(CpuFa3Bwd, WorkspaceHoldsPaddedRowsAndTheDqBlocks) {
+  const AttentionShape s = attention_shape(2, 4, 2, 100, 70, 128, true);
+  const std::size_t rows = 2 * 4 * 128;  // N = 100 padded to two 64-row tiles
+  EXPECT_EQ(fa3bwd::backward_workspace_floats(s), 2 * rows + rows * 128 + rows * 128 / 4096);  // + one flag per block
+}
+
+TEST(CpuFa3Bwd, SharedMemoryFitsTheH200) {
+  for (int d : fa3bwd::kSupportedD)
+    for (fa3bwd::Step step : fa3bwd::kAllSteps)
+      EXPECT_LE(fa3bwd::detail::smem_bytes(d, step), 227u * 1024) << "d=" << d << " " << fa3bwd::name(step);
+}
+
+TEST(CpuFa3Bwd, BadInputIsRefusedBeforeAnyLaunch) {
+  alignas(16) static bf16 buf[64];
+  alignas(16) static float f[64];
+  bf16* p = buf;
+  const AttentionShape ok = attention_shape(1, 2, 1, 64, 64, 128, false);
+  auto bwd = [&](const AttentionShape& s, const bf16* q, float* ws, const fa3bwd::BackwardOptions& o = {}) {
+    fa3bwd::backward(s, q, p, p, p, f, p, p, p, p, ws, o);
+  };
+  EXPECT_THROW(bwd(attention_shape(1, 2, 1, 64, 64, 96, false), p, f), std::invalid_argument);  // d
+  EXPECT_THROW(bwd(attention_shape(1, 3, 2, 64, 64, 64, false), p, f), std::invalid_argument);  // H % H_kv
+  EXPECT_THROW(bwd(ok, nullptr, f), std::invalid_argument);
+  EXPECT_THROW(bwd(ok, p, nullptr), std::invalid_argument);
+  EXPECT_THROW(bwd(ok, reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(p) + 2), f),
+               std::invalid_argument);  // misaligned
+  EXPECT_THROW(bwd(ok, p, f, fa3bwd::BackwardOptions{static_cast<fa3bwd::Step>(7)}), std::invalid_argument);
+  try {
+    bwd(attention_shape(1, 2, 1, 64, 64, 80, false), p, f);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("64, 128"), std::string::npos) << e.what();
+  }
+}
+
+// ---- GPU: against the fp64 reference -------------------------------------------------------------
+
+// Every step against the reference, with O and L from chapter 12's forward. The steps differ only
+// in how dQ is summed, so dK and dV must agree bit for bit between them; the deterministic step's
+// dQ must be bit-identical from one run to the next.
+// q_scale: an absolute error e of the fp32 scores moves P by a factor e^e (chapter 10's bound).
+void expect_backward_correct(const fa3bwd::Problem& p, float q_scale = 1.0f) {
+  const ladder::Bound grad{ladder::kBf16AttentionGrad.rel_l2 + 1e-4 * q_scale,
+                           "bf16 gradients, plus the fp32 scores' error at this logit scale"};
+  const AttentionShape& s = p.s;
+  const auto ref = ladder::attention_backward_reference(s, p.Q.data(), p.K.data(), p.V.data(), p.dO.data());
+  fa3bwd::OnDevice dev(p);
+  dev.forward();
+  std::vector<float> dK0, dV0, dQ_det;
+  for (fa3bwd::Step step : fa3bwd::kAllSteps) {
+    dev.backward({step});
+    const std::string what = std::string("backward ") + fa3bwd::name(step) + ", " + s.str();
+    const std::vector<float> dQ = dev.dQ_host(), dK = dev.dK_host(), dV = dev.dV_host();
+    EXPECT_TRUE(ladder::matches(dQ, ref.dQ, grad)) << "dQ, " << what;
+    EXPECT_TRUE(ladder::matches(dK, ref.dK, grad)) << "dK, " << what;
+    EXPECT_TRUE(ladder::matches(dV, ref.dV, grad)) << "dV, " << what;
+    if (step == fa3bwd::Step::Deterministic) dQ_det = dQ;
+    if (step == fa3bwd::kAllSteps[0]) {
+      dK0 = dK, dV0 = dV;
+    } else {
+      EXPECT_TRUE(fa2tc::bit_identical(dK, dK0)) << "dK differs between the steps, " << what;
+      EXPECT_TRUE(fa2tc::bit_identical(dV, dV0)) << "dV differs between the steps, " << what;
+    }
+  }
+  for (int run = 0; run < 2; ++run) {
+    dev.backward({fa3bwd::Step::Deterministic});
+    EXPECT_TRUE(fa2tc::bit_identical(dev.dQ_host(), dQ_det)) << "deterministic dQ differs between runs, " << s.str();
+  }
+}
+
+class GpuFa3Backward : public ::testing::TestWithParam<ladder::edge::Case> {};
+TEST_P(GpuFa3Backward, MatchesTheReference) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  if (const std::string why = ladder::edge::skip_reason(GetParam()); !why.empty()) GTEST_SKIP() << why;
+  expect_backward_correct(fa3bwd::make_problem(ladder::edge::case_shape(GetParam()), seed));
+}
+INSTANTIATE_TEST_SUITE_P(Shapes, GpuFa3Backward, ladder::edge::kCases, ladder::edge::case_name);
+
+// N_q != N_kv both ways, causal aligned at the bottom right: with 300 queries on 100 keys the
+// first 200 queries see no key (L = -inf: P = 0, dQ = 0).
+TEST(GpuFa3Bwd, QueriesAndKeysOfDifferentLengths) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int a = ladder::small_mode() ? 17 : 100, b = ladder::small_mode() ? 50 : 300;
+  for (int d : fa3bwd::kSupportedD)
+    for (bool causal : {false, true})
+      for (const auto& [N, N_kv] : {std::pair{a, b}, std::pair{b, a}})
+        expect_backward_correct(fa3bwd::make_problem(attention_shape(2, 4, 2, N, N_kv, d, causal), seed));
+}
+
+// Logits 30x larger (the scores' error grows with them; P stays finite).
+TEST(GpuFa3Bwd, LargeLogitsStayFiniteAndAccurate) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 33 : 300;
+  for (int d : fa3bwd::kSupportedD)
+    for (bool causal : {false, true})
+      expect_backward_correct(fa3bwd::make_problem(attention_shape(1, 4, 2, N, N, d, causal), seed, 30.0f), 30.0f);
+}
+
+// MQA (one KV head for eight query heads) and a long sequence: every query tile of every
+// head of a group walks through one CTA's registers.
+TEST(GpuFa3Bwd, MultiQueryAndLongSequence) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  if (ladder::small_mode()) GTEST_SKIP() << "small mode (compute-sanitizer): the edge cases cover the kernel";
+  expect_backward_correct(fa3bwd::make_problem(attention_shape(1, 8, 1, 1000, 1000, 128, true), seed));
+  expect_backward_correct(fa3bwd::make_problem(attention_shape(1, 1, 1, 8192, 8192, 64, false), seed));
+}
+
+}  // namespace
