@@ -64,6 +64,13 @@ CONFIG = {
     "12_fa3_hopper": dict(metric="TFLOP/s", baseline="anchor:fa2_tc/fwd", plot=False, peak=True, cudnn=("fwd",),
                           time_ratios=[("fwd", "fp8", "bf16 forward time / FP8 forward time")]),
     "13_ring_attention": dict(metric="TFLOP/s", plot=False, peak=True),
+    "14_fa3_backward": dict(metric="TFLOP/s", baseline="anchor:cudnn/bwd", plot=False, peak=True, cudnn=("bwd",),
+                            baseline_of={"train": "anchor:cudnn/train", "anchor:cudnn/train": None},
+                            time_ratios=[("anchor:fa2_tc/bwd", "step:bulk", "chapter 10's backward time / the bulk step's"),
+                                         ("step:atomic", "step:bulk", "atomic step time / bulk step time"),
+                                         ("step:deterministic", "step:bulk", "deterministic time / fast (bulk) time"),
+                                         ("anchor:cudnn/train", "train",
+                                          "cuDNN's training step time / chapters 12 + 14's")]),
 }
 
 
@@ -116,19 +123,23 @@ def key_of(params):
 
 
 def table(rows, cfg, context=None):
-    metric, base = cfg["metric"], cfg.get("baseline")
+    # cfg["baseline_of"]: variants measured against another baseline than the chapter's (a variant
+    # that is itself a baseline maps to None).
+    metric, base, own = cfg["metric"], cfg.get("baseline"), cfg.get("baseline_of", {})
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     shapes = list(dict.fromkeys(key_of(r["params"]) for r in rows))
     cell = {(key_of(r["params"]), r["variant"]): r for r in rows}
     how = ("the median of one `ladder::time_gpu` call per row (common/timing.h)" if (context or {}).get("timing")
            else "median of the timed iterations")
-    out = [f"{metric}, {how}" + (f"; (x) = fraction of `{base}` in the same run" if base else ""),
+    others = "".join(f"; `{v}`: of `{b}`" for v, b in own.items() if b)
+    out = [f"{metric}, {how}" + (f"; (x) = fraction of `{base}` in the same run{others}" if base else ""),
            "", "| shape | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---" * (len(variants) + 1) + "|"]
     for s in shapes:
-        b = cell.get((s, base))
-        bv = value(b, metric) if b and not b["error"] else None
         cells = []
         for v in variants:
+            vb = own.get(v, base)
+            b = cell.get((s, vb)) if vb else None
+            bv = value(b, metric) if b and not b["error"] else None
             r = cell.get((s, v))
             if r is None:
                 cells.append("")
@@ -137,7 +148,7 @@ def table(rows, cfg, context=None):
             else:
                 x = value(r, metric)
                 text = f"{x:.1f}" if x is not None else f"{r['ms']:.3f} ms"
-                if bv and x is not None and v != base:
+                if bv and x is not None and v != vb:
                     text += f" ({x / bv:.2f}x)"
                 cells.append(text)
         out.append(f"| {s} | " + " | ".join(cells) + " |")
@@ -477,6 +488,18 @@ SUMMARY = {
         "fwd_vs_cudnn": ("ratio", "12_fa3_hopper", "fwd", "anchor:cudnn/fwd", TC_SHAPE, "TFLOP/s"),
         "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s")},
     # 13_ring_attention: its run (13_ring_attention/run_two_gpu.sh) writes bench/13_ring_attention.summary.json.
+    "14_fa3_backward": {
+        "bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd", TC_SHAPE, "TFLOP/s"),
+        "causal_bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd", dict(TC_SHAPE, causal="1"),
+                                "TFLOP/s"),
+        "d64_bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd", dict(TC_SHAPE, d="64"), "TFLOP/s"),
+        "n16384_causal_bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd",
+                                       {"d": "128", "N": "16384", "B": "1", "H": "16", "causal": "1"}, "TFLOP/s"),
+        "gqa_causal_bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd",
+                                    {"d": "128", "N": "4096", "B": "4", "H": "32", "H_kv": "8", "causal": "1"},
+                                    "TFLOP/s"),
+        "det_vs_fast": ("ratio", "14_fa3_backward", "step:deterministic", "step:bulk", TC_SHAPE, "TFLOP/s"),
+        "train_vs_cudnn": ("ratio", "14_fa3_backward", "train", "anchor:cudnn/train", TC_SHAPE, "TFLOP/s")},
 }
 
 
