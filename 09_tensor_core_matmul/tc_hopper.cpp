@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cuda_check.h"
+#include "device.h"
 
 namespace tc {
 
@@ -72,6 +73,17 @@ CUtensorMap tensor_map(const TensorMapKey& key) {
   next = (next + 1) % 16;
   used = used < 16 ? used + 1 : 16;
   return e.map;
+}
+
+std::string sm90a_unavailable_reason(const std::string& who_needs, const void* kernel) {
+  const ladder::DeviceInfo& d = ladder::device();
+  if (!d.available) return "no CUDA device (" + d.reason + ")";
+  const std::string requirement = who_needs + " " + tcmm::kSm90aRequirement;
+  if (d.cc_major != 9 || d.cc_minor != 0)
+    return requirement + ": wgmma, setmaxnreg, TMA; device 0 is sm_" + std::to_string(d.cc_major * 10 + d.cc_minor) +
+           " (" + d.name + ")";
+  if (!compiled_for_sm90a(kernel)) return requirement + " code, and this build has none";
+  return "";
 }
 
 bool compiled_for_sm90a(const void* kernel) {

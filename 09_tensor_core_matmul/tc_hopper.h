@@ -9,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 
 #include "tc_matmul.h"
 
@@ -34,6 +35,11 @@ CUtensorMap tensor_map(const TensorMapKey& key);
 // True when `kernel` has sm_90a machine code in this build (its library was compiled for
 // 90a-real); whether the device is an sm_90 is the caller's question.
 bool compiled_for_sm90a(const void* kernel);
+
+// Empty when this process can run `kernel`, an sm_90a kernel: a compute capability 9.0 device and
+// a build with its code (compiled_for_sm90a). Otherwise why not, in a sentence that starts with
+// `who_needs` ("the FA3 kernels need"): no device, another GPU (named), or no sm_90a code.
+std::string sm90a_unavailable_reason(const std::string& who_needs, const void* kernel);
 
 }  // namespace tc
 

@@ -400,12 +400,7 @@ std::string unavailable_reason(Variant v) {
   const ladder::DeviceInfo& d = ladder::device();
   if (!d.available) return "no CUDA device (" + d.reason + ")";
   const std::string device = "device 0 is " + sm_of(d) + " (" + d.name + ")";
-  if (needs_sm90a(v)) {
-    if (d.cc_major != 9 || d.cc_minor != 0) return std::string(name(v)) + " needs " + kSm90aRequirement + "; " + device;
-    if (!tc::compiled_for_sm90a(hopper::sm90a_kernel()))
-      return std::string(name(v)) + " needs " + kSm90aRequirement + " code, and this build has none";
-    return "";
-  }
+  if (needs_sm90a(v)) return tc::sm90a_unavailable_reason(std::string(name(v)) + " needs", hopper::sm90a_kernel());
   if (d.cc_major < 8)
     return std::string(name(v)) + " needs compute capability 8.0 or newer (bf16 mma.sync, ldmatrix, cp.async); " +
            device;

@@ -63,15 +63,7 @@ const char* name(Step s) {
 }
 
 std::string unavailable_reason() {
-  const ladder::DeviceInfo& d = ladder::device();
-  if (!d.available) return "no CUDA device (" + d.reason + ")";
-  if (d.cc_major != 9 || d.cc_minor != 0)
-    return "the FA3 kernels need an sm_90a GPU (compute capability 9.0: H100, H200: wgmma, setmaxnreg); device 0 is "
-           "sm_" +
-           std::to_string(d.cc_major * 10 + d.cc_minor) + " (" + d.name + ")";
-  if (!tc::compiled_for_sm90a(detail::sm90a_kernel()))
-    return "the FA3 kernels need sm_90a code, and this build has none";
-  return "";
+  return tc::sm90a_unavailable_reason("the FA3 kernels need", detail::sm90a_kernel());
 }
 
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,

@@ -39,15 +39,7 @@ const char* name(Step s) {
 }
 
 std::string unavailable_reason() {
-  const ladder::DeviceInfo& d = ladder::device();
-  if (!d.available) return "no CUDA device (" + d.reason + ")";
-  if (d.cc_major != 9 || d.cc_minor != 0)
-    return "the FA3 backward needs an sm_90a GPU (compute capability 9.0: H100, H200: wgmma, setmaxnreg, TMA); "
-           "device 0 is sm_" +
-           std::to_string(d.cc_major * 10 + d.cc_minor) + " (" + d.name + ")";
-  if (!tc::compiled_for_sm90a(detail::sm90a_kernel()))
-    return "the FA3 backward needs sm_90a code, and this build has none";
-  return "";
+  return tc::sm90a_unavailable_reason("the FA3 backward needs", detail::sm90a_kernel());
 }
 
 std::size_t backward_workspace_floats(const ladder::AttentionShape& s) {
