@@ -82,6 +82,15 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
                           {"workspace", workspace}},
                          16);
   if (const std::string why = unavailable_reason(); !why.empty()) throw std::invalid_argument(who + ": " + why);
+  // The deterministic order makes a CTA wait, in each dQ block, for the CTA of the next key tile,
+  // which is launched after it: every key tile of a head must fit on the GPU at once (one CTA per
+  // SM), or the CTAs holding the SMs wait for ones that cannot start (dq_order_model.h shows both).
+  if (const int tiles = ladder::ceil_div(s.nkv(), 128), sms = ladder::device().sm_count;
+      opt.step == Step::Deterministic && tiles > sms)
+    throw std::invalid_argument(who + ": the deterministic step needs all of a head's key tiles on the GPU at once: " +
+                                "N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) +
+                                " tiles of 128 keys, " + ladder::device().name + " runs " + std::to_string(sms) +
+                                " (N_kv <= " + std::to_string(128 * sms) + "); Step::BulkReduce takes any N_kv");
   if (ladder::device().smem_per_block_optin < smem)
     throw std::invalid_argument(who + " needs " + std::to_string(smem) + " bytes of shared memory per block; " +
                                 ladder::device().name + " allows " +

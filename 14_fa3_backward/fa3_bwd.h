@@ -34,7 +34,8 @@ inline constexpr int kSupportedD[] = {64, 128};
 //                  (cp.reduce.async.bulk) while the consumers go on with the next query tile
 //   Deterministic  + the writer adds the key tiles' blocks into each dQ block in a fixed order
 //                  (the last key tile first: a flag per block counts the additions done), so the sums,
-//                  and every bit of dQ, are the same on every run
+//                  and every bit of dQ, are the same on every run. It needs all of a head's
+//                  key tiles on the GPU at once: N_kv <= 128 x the SM count (16896 on an H200)
 enum class Step { Atomic, BulkReduce, Deterministic };
 inline constexpr Step kAllSteps[] = {Step::Atomic, Step::BulkReduce, Step::Deterministic};
 inline constexpr Step kBestStep = Step::BulkReduce;

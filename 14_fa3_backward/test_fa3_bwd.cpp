@@ -5,6 +5,7 @@
 
 #include "12_fa3_hopper/fa3.h"
 #include "attention_test_cases.h"
+#include "dq_order_model.h"
 #include "fa3_bwd.h"
 #include "fa3_bwd_config.h"
 #include "fa3_bwd_problem.h"
@@ -79,6 +80,43 @@ TEST(CpuFa3Bwd, BadInputIsRefusedBeforeAnyLaunch) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("64, 128"), std::string::npos) << e.what();
   }
+}
+
+// The deterministic order's premise: the CTAs that visit a query tile are those of key tiles
+// 0 .. last_key_tile(i), so "the CTA before me" always exists and always comes.
+TEST(CpuFa3Bwd, TheCtasOfAQueryTileAreAPrefixOfTheKeyTiles) {
+  for (int N : {1, 17, 64, 100, 300, 1000, 4093})
+    for (int N_kv : {1, 64, 129, 300, 4096})
+      for (bool causal : {false, true}) {
+        const auto w = fa3bwd::model::walks(N, N_kv, causal);
+        for (int i = 0; i < w.T_r; ++i) {
+          std::vector<int> visitors;
+          for (int j = 0; j < w.T_c; ++j)
+            if (w.i_first[j] <= i) visitors.push_back(j);
+          if (visitors.empty()) continue;
+          const int J = w.last_key_tile(i, N, N_kv - N, causal, 64, 128);
+          EXPECT_EQ(int(visitors.size()), J + 1) << "N " << N << " N_kv " << N_kv << " causal " << causal << " i " << i;
+          EXPECT_EQ(visitors.back(), J);
+        }
+      }
+}
+
+// Why the writer adds from the last key tile down (fa3_bwd_kernel.cu, write_dq), in the model of
+// the main shape's grid on 132 SMs: causal, going up the key tiles holds every CTA until the ones
+// below it are done, so the short CTAs no longer make room for the next heads; going down costs
+// little over no order at all. And why that order needs every key tile of a head resident at
+// once: with more key tiles than SMs, CTAs wait for CTAs that cannot start.
+TEST(CpuFa3Bwd, DescendingOrderKeepsTheCausalLoadBalance) {
+  using fa3bwd::model::Order;
+  fa3bwd::model::Grid g;
+  const double fast = fa3bwd::model::schedule(g, Order::Fast).makespan;
+  const double down = fa3bwd::model::schedule(g, Order::Descending).makespan;
+  const double up = fa3bwd::model::schedule(g, Order::Ascending).makespan;
+  EXPECT_LE(down, 1.1 * fast) << "fast " << fast << ", descending " << down;
+  EXPECT_GE(up, 1.3 * fast) << "fast " << fast << ", ascending " << up;
+  g.N = 32768, g.heads = 1;  // 256 key tiles on 132 SMs
+  EXPECT_FALSE(fa3bwd::model::schedule(g, Order::Descending).converged);
+  EXPECT_TRUE(fa3bwd::model::schedule(g, Order::Ascending).converged);
 }
 
 // ---- GPU: against the fp64 reference -------------------------------------------------------------
