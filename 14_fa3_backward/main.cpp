@@ -24,13 +24,8 @@
 #include "work.h"
 
 namespace {
-constexpr const char* kUsage =
-    "  --B B --H H --N N --d D     shape of Q, O: [B, H, N, d] (default 4 16 4096 128; d in 64, 128)\n"
-    "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
-    "  --N-kv N                    keys per head (default N)\n"
-    "  --mask dense|causal         causal: query i sees keys j <= i + N_kv - N (default dense)\n"
-    "  --check-N N                 sequence length of the correctness checks (default 1000, at most 16384;\n"
-    "                              B=2 H=4 H_kv=2)\n"
+const std::string kUsage =
+    std::string(ladder::kGqaAttentionUsage) +
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
     "  --profile P                 atomic, bulk or deterministic: one forward, one backward, exit (ncu)\n";
 

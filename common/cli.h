@@ -55,6 +55,15 @@ CommonFlags common_flags(Args& args);
 AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask = true);
 // --H-kv and --N-kv (chapters 10+: GQA and N_kv != N), defaults H and N.
 void kv_shape_flags(Args& args, AttentionShape& s);
+// The same for the bf16 chapters (10, 12, 14: attention_shape_flags and kv_shape_flags with their
+// defaults, and their --check-N).
+inline constexpr const char* kGqaAttentionUsage =
+    "  --B B --H H --N N --d D     shape of Q, O: [B, H, N, d] (default 4 16 4096 128; d in 64, 128)\n"
+    "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
+    "  --N-kv N                    keys per head (default N)\n"
+    "  --mask dense|causal         causal: query i sees keys j <= i + N_kv - N (default dense)\n"
+    "  --check-N N                 sequence length of the correctness checks (default 1000, at most 16384;\n"
+    "                              B=2 H=4 H_kv=2)\n";
 inline constexpr const char* kAttentionUsage =
     "  --B B --H H --N N --d D     shape of Q, K, V, O: [B, H, N, d]\n"
     "  --mask dense|causal         causal: query i sees keys 0..i only (default dense)\n";
