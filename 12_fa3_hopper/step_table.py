@@ -137,7 +137,7 @@ def ratio(a, b):
 def ncu_cell(n):
     if not n:
         return "—"
-    parts = [f"tensor {fmt(n['tensor'], 0)} %", f"issue {fmt(n['issue'], 0)} %"]
+    parts = [f"tensor {fmt(n['tensor'], 0)} %", f"issue slots {fmt(n['issue'], 0)} %"]
     if n["smem"] is not None:
         parts.append(f"smem {fmt(n['smem'], 0)} %")
     if n["duration_ms"] is not None:
