@@ -26,7 +26,7 @@
 // into a buffer in global memory, with one atomic per element (Step::Atomic), or hands it through
 // shared memory to a writer warp that issues one bulk reduce-add by the copy engine
 // (Step::BulkReduce) while the consumers go on; Step::Deterministic makes the writer wait for its
-// turn (key tile 0 first) on a flag per block. The post-processing kernel scales and rounds dQ.
+// turn (the last key tile first) on a flag per block. The post-processing kernel scales and rounds dQ.
 #include <cstdint>
 
 #include "09_tensor_core_matmul/hopper.cuh"
