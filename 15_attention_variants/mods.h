@@ -1,0 +1,102 @@
+// FlexAttention's two user functions (He et al. 2024, "FlexAttention") as C++ functors, for the
+// kernels to inline into their score tile and for the references to call on the CPU:
+//   mask(b, h, q, k) -> bool        may query q of head (b, h) see key k?
+//   score(s, b, h, q, k) -> s'      the scaled score s = q.k / sqrt(d), modified
+//   score.grad(s, b, h, q, k)       ds'/ds, for the backward (dS = dS' * ds'/ds)
+// q and k are positions in the sequence (a packed variable-length batch: in the packed sequence).
+// Header-only, no CUDA syntax beyond the host-device marker: .cu and .cpp files share it.
+#pragma once
+
+#include <cmath>
+
+#include "numeric.h"  // LADDER_HOST_DEVICE
+
+namespace variants {
+
+// ---- masks ---------------------------------------------------------------------------------------
+struct NoMask {
+  LADDER_HOST_DEVICE bool operator()(int, int, int, int) const { return true; }
+};
+// Key k is visible from query q when k <= q + offset (offset = N_kv - N: the diagonal through the
+// bottom-right corner, as chapters 10-14).
+struct Causal {
+  int offset = 0;
+  LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const { return k <= q + offset; }
+};
+// The keys within `left` before and `right` after the query's diagonal position (Mistral's window:
+// right = 0, causal).
+struct SlidingWindow {
+  int left = 0, right = 0, offset = 0;
+  LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const {
+    const int c = q + offset;
+    return k >= c - left && k <= c + right;
+  }
+};
+// Documents packed into one sequence: a query sees the keys of its own document (per-token
+// document ids, [B][N] and [B][N_kv]).
+struct Document {
+  const int *q_doc = nullptr, *k_doc = nullptr;
+  int N = 0, N_kv = 0;
+  LADDER_HOST_DEVICE bool operator()(int b, int, int q, int k) const {
+    return q_doc[long(b) * N + q] == k_doc[long(b) * N_kv + k];
+  }
+};
+// Prefix-LM: the first `prefix` keys are visible to every query, the rest causally.
+struct PrefixLM {
+  int prefix = 0;
+  LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const { return k < prefix || k <= q; }
+};
+// Both masks at once (a causal window, causal documents).
+template <class A, class B>
+struct And {
+  A a;
+  B b;
+  LADDER_HOST_DEVICE bool operator()(int bi, int h, int q, int k) const { return a(bi, h, q, k) && b(bi, h, q, k); }
+};
+template <class A, class B>
+And<A, B> both(A a, B b) {
+  return {a, b};
+}
+
+// ---- score modifiers ------------------------------------------------------------------------------
+struct NoScoreMod {
+  template <class T>
+  LADDER_HOST_DEVICE T operator()(T s, int, int, int, int) const {
+    return s;
+  }
+  template <class T>
+  LADDER_HOST_DEVICE T grad(T, int, int, int, int) const {
+    return T(1);
+  }
+};
+// Gemma 2's logit soft-capping: cap tanh(s / cap), bounded by +-cap, ~s for |s| << cap.
+struct Softcap {
+  float cap = 50.0f;
+  template <class T>
+  LADDER_HOST_DEVICE T operator()(T s, int, int, int, int) const {
+    return T(cap) * std::tanh(s / T(cap));
+  }
+  template <class T>
+  LADDER_HOST_DEVICE T grad(T s, int, int, int, int) const {
+    const T t = std::tanh(s / T(cap));
+    return T(1) - t * t;
+  }
+};
+// ALiBi (Press et al. 2022): a bias linear in the distance, slope per head: s + m_h (k - q - offset),
+// so keys further back weigh less. slopes: [H].
+struct Alibi {
+  const float* slopes = nullptr;
+  int offset = 0;
+  template <class T>
+  LADDER_HOST_DEVICE T operator()(T s, int, int h, int q, int k) const {
+    return s + T(slopes[h]) * T(k - q - offset);
+  }
+  template <class T>
+  LADDER_HOST_DEVICE T grad(T, int, int, int, int) const {
+    return T(1);
+  }
+};
+// ALiBi's slopes for H heads: 2^(-8 h / H), h = 1..H (the paper's geometric sequence).
+inline float alibi_slope(int h, int H) { return std::exp2(-8.0f * float(h + 1) / float(H)); }
+
+}  // namespace variants
