@@ -3,7 +3,9 @@
 // partial (the mask is evaluated per element). Per query tile the partial and the full key
 // tiles are listed in ascending order, as FlexAttention's kv_num_blocks / kv_indices and
 // full_kv_num_blocks / full_kv_indices. Built here on the CPU, element by element: the
-// reference the kernels' tile loops and any faster builder are checked against.
+// reference the kernels' tile loops and any faster builder are checked against. The backward
+// walks the other way (a CTA per key tile, chapter 14): per key tile the query tiles it meets,
+// FlexAttention's q_num_blocks / q_indices and their full twins.
 #pragma once
 
 #include <cstddef>
@@ -18,6 +20,8 @@ struct BlockMask {
   int T_r = 0, T_c = 0;
   std::vector<int> kv_num_blocks, kv_indices;            // [B][H][T_r], [B][H][T_r][T_c]
   std::vector<int> full_kv_num_blocks, full_kv_indices;  // the same for the full tiles
+  std::vector<int> q_num_blocks, q_indices;              // [B][H][T_c], [B][H][T_c][T_r]: the transpose
+  std::vector<int> full_q_num_blocks, full_q_indices;
 
   TileKind kind(int b, int h, int i, int j) const;
   // Non-empty tiles over all tiles.
@@ -25,6 +29,9 @@ struct BlockMask {
   // Visible (query, key) pairs: the useful work, in elements.
   long long visible = 0;
 };
+
+// Fills the q_ lists from the kv_ lists.
+void transpose_lists(BlockMask& m);
 
 // Evaluates mask(b, h, q, k) on every element. B, H: the extents the mask depends on (1: broadcast).
 template <class Mask>
@@ -54,6 +61,7 @@ BlockMask make_block_mask(const Mask& mask, int B, int H, int N, int N_kv, int B
             m.kv_indices[row * m.T_c + m.kv_num_blocks[row]++] = j;
         }
       }
+  transpose_lists(m);
   return m;
 }
 

@@ -197,6 +197,21 @@ void expect_block_mask_matches(const Mask& mask, int B, int H, int N, int N_kv, 
         }
       }
   EXPECT_EQ(bm.visible, visible) << what;
+  // The transposed lists (the backward's walk) hold the same tiles, sorted.
+  for (int bh = 0; bh < B * H; ++bh)
+    for (int j = 0; j < bm.T_c; ++j) {
+      const std::size_t col = std::size_t(bh) * bm.T_c + j;
+      int prev = -1;
+      for (int n = 0; n < bm.q_num_blocks[col]; ++n) {
+        const int i = bm.q_indices[col * bm.T_r + n];
+        EXPECT_GT(i, prev) << what;
+        prev = i;
+        EXPECT_EQ(int(bm.kind(bh / H, bh % H, i, j)), int(variants::TileKind::Partial)) << what;
+      }
+      for (int n = 0; n < bm.full_q_num_blocks[col]; ++n)
+        EXPECT_EQ(int(bm.kind(bh / H, bh % H, bm.full_q_indices[col * bm.T_r + n], j)), int(variants::TileKind::Full))
+            << what;
+    }
 }
 
 TEST(CpuVariants, BlockMasksOfTheBuiltInsMatchTheirElements) {
