@@ -1,6 +1,5 @@
 #include "reference_variants.h"
 
-#include <Eigen/Dense>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -9,123 +8,8 @@
 namespace variants {
 
 namespace {
-
-using MatD = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using MapT = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-template <class T>
-MatD block(const T* X, long head, int rows, int d) {
-  return MapT<T>(X + head * long(rows) * d, rows, d).template cast<double>();
-}
-void put(std::vector<double>& dst, const MatD& m, long head) {
-  std::copy(m.data(), m.data() + m.size(), dst.begin() + head * m.size());
-}
-
-// One head's modified scores S' (masked: -inf) and the unmodified S (for score').
-struct Scores {
-  MatD S, Sm;
-};
-template <class T>
-Scores scores(const ladder::AttentionShape& s, const T* Q, const T* K, long head, const Mods& m) {
-  const long kv = head / s.H * s.hkv() + head % s.H / s.group();
-  const int b = int(head / s.H), h = int(head % s.H);
-  Scores r;
-  r.S = (1.0 / std::sqrt(double(s.d))) * block(Q, head, s.N, s.d) * block(K, kv, s.nkv(), s.d).transpose();
-  r.Sm = r.S;
-  for (int q = 0; q < s.N; ++q)
-    for (int k = 0; k < s.nkv(); ++k) {
-      if (m.mask && !m.mask(b, h, q, k))
-        r.Sm(q, k) = -kInf;
-      else if (m.score)
-        r.Sm(q, k) = m.score(r.S(q, k), b, h, q, k);
-    }
-  return r;
-}
-
-MatD softmax_rows(const MatD& S, Eigen::VectorXd& L) {
-  const Eigen::VectorXd mx = S.rowwise().maxCoeff();
-  MatD P(S.rows(), S.cols());
-  L.resize(S.rows());
-  for (Eigen::Index i = 0; i < S.rows(); ++i) {
-    if (mx(i) == -kInf) {  // no visible key
-      P.row(i).setZero();
-      L(i) = -kInf;
-      continue;
-    }
-    P.row(i) = (S.row(i).array() - mx(i)).unaryExpr([](double x) { return std::exp(x); }).matrix();
-    const double l = P.row(i).sum();
-    P.row(i) /= l;
-    L(i) = mx(i) + std::log(l);
-  }
-  return P;
-}
-
-void check(const ladder::AttentionShape& s) {
-  if (s.causal)
-    throw std::invalid_argument("variants: the shape " + s.str() + " is causal; give the mask (Causal) instead");
-}
-
-template <class T>
-ladder::AttentionForward forward(const ladder::AttentionShape& s, const T* Q, const T* K, const T* V, const Mods& m) {
-  check(s);
-  ladder::AttentionForward r{std::vector<double>(s.elems()), std::vector<double>(s.rows())};
-#pragma omp parallel for schedule(dynamic)
-  for (long head = 0; head < long(s.heads()); ++head) {
-    Eigen::VectorXd L;
-    const MatD P = softmax_rows(scores(s, Q, K, head, m).Sm, L);
-    const long kv = head / s.H * s.hkv() + head % s.H / s.group();
-    put(r.O, P * block(V, kv, s.nkv(), s.d), head);
-    std::copy(L.data(), L.data() + L.size(), r.L.begin() + head * s.N);
-  }
-  return r;
-}
-
 }  // namespace
-
-ladder::AttentionForward variant_forward_reference(const ladder::AttentionShape& s, const float* Q, const float* K,
-                                                   const float* V, const Mods& m) {
-  return forward(s, Q, K, V, m);
-}
-ladder::AttentionForward variant_forward_reference(const ladder::AttentionShape& s, const double* Q, const double* K,
-                                                   const double* V, const Mods& m) {
-  return forward(s, Q, K, V, m);
-}
-
-ladder::AttentionGrads variant_backward_reference(const ladder::AttentionShape& s, const float* Q, const float* K,
-                                                  const float* V, const float* dO, const Mods& m) {
-  check(s);
-  ladder::AttentionGrads g{std::vector<double>(s.elems()), std::vector<double>(s.kv_elems()),
-                           std::vector<double>(s.kv_elems())};
-  const double scale = 1.0 / std::sqrt(double(s.d));
-#pragma omp parallel for schedule(dynamic)
-  for (long kv = 0; kv < long(s.kv_heads()); ++kv) {
-    const long first = kv / s.hkv() * s.H + kv % s.hkv() * s.group();
-    const MatD k = block(K, kv, s.nkv(), s.d), v = block(V, kv, s.nkv(), s.d);
-    MatD dK = MatD::Zero(s.nkv(), s.d), dV = MatD::Zero(s.nkv(), s.d);
-    for (long head = first; head < first + s.group(); ++head) {
-      const int b = int(head / s.H), h = int(head % s.H);
-      const Scores sc = scores(s, Q, K, head, m);
-      Eigen::VectorXd L;
-      const MatD P = softmax_rows(sc.Sm, L);
-      const MatD dout = block(dO, head, s.N, s.d);
-      const MatD dP = dout * v.transpose();
-      const Eigen::VectorXd D = (dout.array() * (P * v).array()).rowwise().sum();
-      MatD dS = P.array() * (dP.colwise() - D).array();
-      if (m.score_grad)
-        for (int q = 0; q < s.N; ++q)
-          for (int j = 0; j < s.nkv(); ++j)
-            if (P(q, j) != 0.0) dS(q, j) *= m.score_grad(sc.S(q, j), b, h, q, j);
-      dV += P.transpose() * dout;
-      dK += scale * dS.transpose() * block(Q, head, s.N, s.d);
-      put(g.dQ, scale * dS * k, head);
-    }
-    put(g.dK, dK, kv);
-    put(g.dV, dV, kv);
-  }
-  return g;
-}
 
 Varlen make_varlen(const std::vector<int>& len_q, const std::vector<int>& len_k, int H, int H_kv, int d) {
   if (len_q.size() != len_k.size() || len_q.empty())
@@ -190,7 +74,8 @@ ladder::AttentionForward varlen_forward_reference(const Varlen& v, const float* 
     const ladder::AttentionShape s = sequence_shape(v, b);
     const auto q = gather(Q, v.cu_q[b], v.len_q(b), v.H, v.d), k = gather(K, v.cu_k[b], v.len_k(b), v.H_kv, v.d),
                val = gather(V, v.cu_k[b], v.len_k(b), v.H_kv, v.d);
-    const ladder::AttentionForward f = variant_forward_reference(s, q.data(), k.data(), val.data(), for_sequence(m, b));
+    const ladder::AttentionForward f =
+        ladder::attention_forward_reference(s, q.data(), k.data(), val.data(), for_sequence(m, b));
     scatter(f.O, r.O, v.cu_q[b], v.len_q(b), v.H, v.d);
     for (int h = 0; h < v.H; ++h)
       for (int t = 0; t < v.len_q(b); ++t)
@@ -210,7 +95,7 @@ ladder::AttentionGrads varlen_backward_reference(const Varlen& v, const float* Q
     const auto q = gather(Q, v.cu_q[b], v.len_q(b), v.H, v.d), k = gather(K, v.cu_k[b], v.len_k(b), v.H_kv, v.d),
                val = gather(V, v.cu_k[b], v.len_k(b), v.H_kv, v.d), dout = gather(dO, v.cu_q[b], v.len_q(b), v.H, v.d);
     const ladder::AttentionGrads r =
-        variant_backward_reference(s, q.data(), k.data(), val.data(), dout.data(), for_sequence(m, b));
+        ladder::attention_backward_reference(s, q.data(), k.data(), val.data(), dout.data(), for_sequence(m, b));
     scatter(r.dQ, g.dQ, v.cu_q[b], v.len_q(b), v.H, v.d);
     scatter(r.dK, g.dK, v.cu_k[b], v.len_k(b), v.H_kv, v.d);
     scatter(r.dV, g.dV, v.cu_k[b], v.len_k(b), v.H_kv, v.d);

@@ -34,13 +34,15 @@ double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) 
 
 // ---- the references ---------------------------------------------------------------------------------
 
-// No mask, no modifier: chapter 10's problem, so common/'s reference, to the last bits that matter.
-TEST(CpuVariants, WithoutModsTheReferenceIsPlainAttention) {
+// Mods that change nothing (a mask that sees every key, the identity modifier), given as functors:
+// plain attention, to the last bits that matter.
+TEST(CpuVariants, ModsThatChangeNothingGivePlainAttention) {
   for (const AttentionShape& s :
        {attention_shape(2, 4, 2, 37, 37, 16, false), attention_shape(1, 2, 1, 20, 45, 8, false)}) {
     const Inputs x = inputs(s, 1);
     const auto want = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data());
-    const auto got = variants::variant_forward_reference(s, x.Q.data(), x.K.data(), x.V.data(), Mods{});
+    const auto got = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data(),
+                                                         variants::mods(variants::NoMask{}, variants::NoScoreMod{}));
     EXPECT_LT(max_abs_diff(got.O, want.O), 1e-12) << s.str();
     EXPECT_LT(max_abs_diff(got.L, want.L), 1e-12) << s.str();
   }
@@ -56,11 +58,11 @@ TEST(CpuVariants, TheCausalMaskIsTheChaptersCausalAttention) {
     const Inputs x = inputs(plain, 2);
     const Mods m = variants::mods(variants::Causal{N_kv - N}, variants::NoScoreMod{});
     const auto want = ladder::attention_forward_reference(causal, x.Q.data(), x.K.data(), x.V.data());
-    const auto got = variants::variant_forward_reference(plain, x.Q.data(), x.K.data(), x.V.data(), m);
+    const auto got = ladder::attention_forward_reference(plain, x.Q.data(), x.K.data(), x.V.data(), m);
     EXPECT_LT(max_abs_diff(got.O, want.O), 1e-12);
     EXPECT_LT(max_abs_diff(got.L, want.L), 1e-12);
     const auto gw = ladder::attention_backward_reference(causal, x.Q.data(), x.K.data(), x.V.data(), x.dO.data());
-    const auto gg = variants::variant_backward_reference(plain, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
+    const auto gg = ladder::attention_backward_reference(plain, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
     EXPECT_LT(max_abs_diff(gg.dQ, gw.dQ), 1e-12);
     EXPECT_LT(max_abs_diff(gg.dK, gw.dK), 1e-12);
     EXPECT_LT(max_abs_diff(gg.dV, gw.dV), 1e-12);
@@ -78,9 +80,9 @@ TEST(CpuVariants, TheBackwardWithModifiersMatchesFiniteDifferences) {
       variants::mods(variants::Causal{2}, variants::Alibi{slopes, 2}),
   };
   for (const Mods& m : cases) {
-    const auto g = variants::variant_backward_reference(s, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
+    const auto g = ladder::attention_backward_reference(s, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
     auto loss = [&](const std::vector<double>& Q, const std::vector<double>& K, const std::vector<double>& V) {
-      const auto f = variants::variant_forward_reference(s, Q.data(), K.data(), V.data(), m);
+      const auto f = ladder::attention_forward_reference(s, Q.data(), K.data(), V.data(), m);
       double l = 0;
       for (std::size_t i = 0; i < f.O.size(); ++i) l += f.O[i] * x.dO[i];
       return l;
@@ -107,8 +109,8 @@ TEST(CpuVariants, ARowWithNoVisibleKeyHasZeroOutputAndGradients) {
   const Inputs x = inputs(s, 4);
   // Keys at most q - 5: queries 0..4 see none.
   const Mods m = variants::mods(variants::SlidingWindow{100, -5, 0}, variants::NoScoreMod{});
-  const auto f = variants::variant_forward_reference(s, x.Q.data(), x.K.data(), x.V.data(), m);
-  const auto g = variants::variant_backward_reference(s, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
+  const auto f = ladder::attention_forward_reference(s, x.Q.data(), x.K.data(), x.V.data(), m);
+  const auto g = ladder::attention_backward_reference(s, x.Q.data(), x.K.data(), x.V.data(), x.dO.data(), m);
   for (int q = 0; q < 5; ++q) {
     EXPECT_EQ(f.L[q], -std::numeric_limits<double>::infinity());
     for (int c = 0; c < 8; ++c) {

@@ -38,6 +38,19 @@ MatD scores(const AttentionShape& s, const T* Q, const T* K, long head) {
       for (long j = std::max(0L, s.last_key(i) + 1); j < s.nkv(); ++j) S(i, j) = -kInf;
   return S;
 }
+// S' in place of S: the mask's -inf, the score modifier elsewhere (nothing without mods).
+void apply_mods(const AttentionShape& s, MatD& S, long head, const ScoreMods& m) {
+  if (!m.mask && !m.score) return;
+  const int b = int(head / s.H), h = int(head % s.H);
+  for (int q = 0; q < s.N; ++q)
+    for (int k = 0; k < s.nkv(); ++k) {
+      if (S(q, k) == -kInf) continue;
+      if (m.mask && !m.mask(b, h, q, k))
+        S(q, k) = -kInf;
+      else if (m.score)
+        S(q, k) = m.score(S(q, k), b, h, q, k);
+    }
+}
 
 // P = softmax_rows(S); returns the row logsumexp L through `L`. A row with every key
 // masked (possible when N > N_kv and causal) has no softmax: P = 0, L = -inf.
@@ -67,12 +80,14 @@ void put(std::vector<double>& dst, const MatD& block, long head) {
 }
 
 template <class T>
-AttentionForward forward(const AttentionShape& s, const T* Q, const T* K, const T* V) {
+AttentionForward forward(const AttentionShape& s, const T* Q, const T* K, const T* V, const ScoreMods& m) {
   AttentionForward r{std::vector<double>(s.elems()), std::vector<double>(s.rows())};
 #pragma omp parallel for schedule(dynamic)
   for (long head = 0; head < long(s.heads()); ++head) {
     Eigen::VectorXd L;
-    const MatD P = softmax_rows(scores(s, Q, K, head), L);
+    MatD S = scores(s, Q, K, head);
+    apply_mods(s, S, head, m);
+    const MatD P = softmax_rows(S, L);
     put(r.O, P * kv_block(V, s, head), head);
     std::copy(L.data(), L.data() + L.size(), r.L.begin() + head * s.N);
   }
@@ -80,7 +95,7 @@ AttentionForward forward(const AttentionShape& s, const T* Q, const T* K, const 
 }
 
 template <class T>
-AttentionGrads backward(const AttentionShape& s, const T* Q, const T* K, const T* V, const T* dO) {
+AttentionGrads backward(const AttentionShape& s, const T* Q, const T* K, const T* V, const T* dO, const ScoreMods& m) {
   AttentionGrads g{std::vector<double>(s.elems()), std::vector<double>(s.kv_elems()),
                    std::vector<double>(s.kv_elems())};
   const double scale = 1.0 / std::sqrt(double(s.d));
@@ -92,12 +107,21 @@ AttentionGrads backward(const AttentionShape& s, const T* Q, const T* K, const T
     MatD dK = MatD::Zero(s.nkv(), s.d), dV = MatD::Zero(s.nkv(), s.d);
     for (long head = first; head < first + s.group(); ++head) {
       Eigen::VectorXd L;
-      const MatD P = softmax_rows(scores(s, Q, K, head), L);
+      MatD Sm = scores(s, Q, K, head);
+      const MatD S = m.score_grad ? Sm : MatD();  // unmodified, for score'(S)
+      apply_mods(s, Sm, head, m);
+      const MatD P = softmax_rows(Sm, L);
       const MatD dout = q_block(dO, s, head);
       const MatD O = P * v;
       const MatD dP = dout * v.transpose();
       const Eigen::VectorXd D = (dout.array() * O.array()).rowwise().sum();
-      const MatD dS = P.array() * (dP.colwise() - D).array();
+      MatD dS = P.array() * (dP.colwise() - D).array();
+      if (m.score_grad) {  // the chain rule through S' = score(S)
+        const int batch = int(head / s.H), h = int(head % s.H);
+        for (int i = 0; i < s.N; ++i)
+          for (int j = 0; j < s.nkv(); ++j)
+            if (P(i, j) != 0.0) dS(i, j) *= m.score_grad(S(i, j), batch, h, i, j);
+      }
       dV += P.transpose() * dout;
       dK += scale * dS.transpose() * q_block(Q, s, head);
       put(g.dQ, scale * dS * k, head);
@@ -109,20 +133,21 @@ AttentionGrads backward(const AttentionShape& s, const T* Q, const T* K, const T
 }
 }  // namespace
 
-AttentionForward attention_forward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V) {
-  return forward(s, Q, K, V);
+AttentionForward attention_forward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V,
+                                             const ScoreMods& mods) {
+  return forward(s, Q, K, V, mods);
 }
-AttentionForward attention_forward_reference(const AttentionShape& s, const double* Q, const double* K,
-                                             const double* V) {
-  return forward(s, Q, K, V);
+AttentionForward attention_forward_reference(const AttentionShape& s, const double* Q, const double* K, const double* V,
+                                             const ScoreMods& mods) {
+  return forward(s, Q, K, V, mods);
 }
 AttentionGrads attention_backward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V,
-                                            const float* dO) {
-  return backward(s, Q, K, V, dO);
+                                            const float* dO, const ScoreMods& mods) {
+  return backward(s, Q, K, V, dO, mods);
 }
 AttentionGrads attention_backward_reference(const AttentionShape& s, const double* Q, const double* K, const double* V,
                                             const double* dO) {
-  return backward(s, Q, K, V, dO);
+  return backward(s, Q, K, V, dO, ScoreMods{});
 }
 
 std::vector<double> attention_scores_reference(const AttentionShape& s, const float* Q, const float* K, int head) {

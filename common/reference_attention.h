@@ -6,8 +6,12 @@
 //   backward, given dO:  dV = P^T dO,  dP = dO V^T,  D_i = rowsum(dO_i * O_i),
 //                        dS = P * (dP - D),  dQ = scale dS K,  dK = scale dS^T Q.
 // The double-input overloads exist for the finite-difference check of the backward.
+// With ScoreMods (chapter 15: a mask and a score modifier, FlexAttention's mask_mod and
+// score_mod), S' = score(S) where the mask (and causal) allow, -inf elsewhere, P = softmax(S'),
+// and the backward multiplies dS by score'(S).
 #pragma once
 
+#include <functional>
 #include <vector>
 
 #include "attention_shape.h"
@@ -22,12 +26,19 @@ struct AttentionGrads {
   std::vector<double> dQ, dK, dV;  // [B, H, N, d]
 };
 
-AttentionForward attention_forward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V);
-AttentionForward attention_forward_reference(const AttentionShape& s, const double* Q, const double* K,
-                                             const double* V);
+// A mask and a score modifier, type-erased (b, h: batch and query head; q, k: positions).
+struct ScoreMods {
+  std::function<bool(int b, int h, int q, int k)> mask;                           // empty: all
+  std::function<double(double s, int b, int h, int q, int k)> score, score_grad;  // empty: s, 1
+};
+
+AttentionForward attention_forward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V,
+                                             const ScoreMods& mods = {});
+AttentionForward attention_forward_reference(const AttentionShape& s, const double* Q, const double* K, const double* V,
+                                             const ScoreMods& mods = {});
 
 AttentionGrads attention_backward_reference(const AttentionShape& s, const float* Q, const float* K, const float* V,
-                                            const float* dO);
+                                            const float* dO, const ScoreMods& mods = {});
 AttentionGrads attention_backward_reference(const AttentionShape& s, const double* Q, const double* K, const double* V,
                                             const double* dO);
 
