@@ -47,9 +47,9 @@ std::string check_fp8_slots() {
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
-    ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
-    ladder::kv_shape_flags(args, s);
-    const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));  // the fp64 reference's time
+    const ladder::GqaAttentionFlags attention = ladder::gqa_attention_flags(args);
+    ladder::AttentionShape s = attention.shape;
+    const int check_N = attention.check_N;
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile =
         args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");

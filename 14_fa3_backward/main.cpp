@@ -48,9 +48,9 @@ bool dq_layout_ok() {
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
     const auto flags = ladder::common_flags(args);
-    ladder::AttentionShape s = ladder::attention_shape_flags(args, {4, 16, 4096, 128, false});
-    ladder::kv_shape_flags(args, s);
-    const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));
+    const ladder::GqaAttentionFlags attention = ladder::gqa_attention_flags(args);
+    ladder::AttentionShape s = attention.shape;
+    const int check_N = attention.check_N;
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile = args.choice("--profile", {"atomic", "bulk", "deterministic"}, "");
     args.done();

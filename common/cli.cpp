@@ -151,6 +151,14 @@ void kv_shape_flags(Args& args, AttentionShape& s) {
   s.N_kv = static_cast<int>(args.integer("--N-kv", s.N));
 }
 
+GqaAttentionFlags gqa_attention_flags(Args& args) {
+  GqaAttentionFlags f;
+  f.shape = attention_shape_flags(args, {4, 16, 4096, 128, false});
+  kv_shape_flags(args, f.shape);
+  f.check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 16384));
+  return f;
+}
+
 void check_device_memory(const std::string& what, double bytes) {
   const double have = device().available ? double(device().global_bytes) : 143771.0 * 1048576.0;
   if (bytes > 0.95 * have) {

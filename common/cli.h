@@ -55,8 +55,13 @@ CommonFlags common_flags(Args& args);
 AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask = true);
 // --H-kv and --N-kv (chapters 10+: GQA and N_kv != N), defaults H and N.
 void kv_shape_flags(Args& args, AttentionShape& s);
-// The same for the bf16 chapters (10, 12, 14: attention_shape_flags and kv_shape_flags with their
-// defaults, and their --check-N).
+// The flags of the bf16 chapters (10, 12, 14), described once and read once: the shape
+// (attention_shape_flags and kv_shape_flags, default B=4 H=16 N=4096 d=128 dense) and --check-N.
+struct GqaAttentionFlags {
+  AttentionShape shape;
+  int check_N = 1000;  // the correctness checks' sequence length (the fp64 reference's time)
+};
+GqaAttentionFlags gqa_attention_flags(Args& args);
 inline constexpr const char* kGqaAttentionUsage =
     "  --B B --H H --N N --d D     shape of Q, O: [B, H, N, d] (default 4 16 4096 128; d in 64, 128)\n"
     "  --H-kv H                    KV heads (GQA: H a multiple of H_kv; default H)\n"
