@@ -59,7 +59,7 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
               const BackwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa3bwd::backward";
   const ladder::AttentionShape s = ladder::validate(shape, kSupportedD, ladder::KvHeads::Any);
-  if (std::int64_t(layout::padded_rows(s.N)) * s.d > INT_MAX || std::int64_t(s.nkv() + 128) * s.d > INT_MAX)
+  if (std::int64_t(layout::padded_rows(s.N)) * s.d > INT_MAX || std::int64_t(s.nkv() + layout::B_c) * s.d > INT_MAX)
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   std::size_t smem = 0;
   try {
@@ -67,7 +67,7 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(who + ": " + e.what());
   }
-  ladder::check_grid(who, static_cast<unsigned long long>(ladder::ceil_div(s.nkv(), 128)), s.kv_heads());
+  ladder::check_grid(who, static_cast<unsigned long long>(ladder::ceil_div(s.nkv(), layout::B_c)), s.kv_heads());
   // TMA, the bulk copies and the paired bf16 stores need 16-byte aligned tensors.
   ladder::check_pointers(who,
                          {{"Q", Q},
@@ -85,12 +85,13 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
   // The deterministic order makes a CTA wait, in each dQ block, for the CTA of the next key tile,
   // which is launched after it: every key tile of a head must fit on the GPU at once (one CTA per
   // SM), or the CTAs holding the SMs wait for ones that cannot start (dq_order_model.h shows both).
-  if (const int tiles = ladder::ceil_div(s.nkv(), 128), sms = ladder::device().sm_count;
+  if (const int tiles = ladder::ceil_div(s.nkv(), layout::B_c), sms = ladder::device().sm_count;
       opt.step == Step::Deterministic && tiles > sms)
     throw std::invalid_argument(who + ": the deterministic step needs all of a head's key tiles on the GPU at once: " +
-                                "N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) +
-                                " tiles of 128 keys, " + ladder::device().name + " runs " + std::to_string(sms) +
-                                " (N_kv <= " + std::to_string(128 * sms) + "); Step::BulkReduce takes any N_kv");
+                                "N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) + " tiles of " +
+                                std::to_string(layout::B_c) + " keys, " + ladder::device().name + " runs " +
+                                std::to_string(sms) + " (N_kv <= " + std::to_string(layout::B_c * sms) +
+                                "); Step::BulkReduce takes any N_kv");
   if (ladder::device().smem_per_block_optin < smem)
     throw std::invalid_argument(who + " needs " + std::to_string(smem) + " bytes of shared memory per block; " +
                                 ladder::device().name + " allows " +

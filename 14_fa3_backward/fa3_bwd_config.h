@@ -23,7 +23,7 @@ struct Cfg {
 
   // A CTA owns B_c = 128 keys (K_j, V_j), 64 per consumer warpgroup, and walks the query
   // tiles of B_r = 64 rows (Q_i, dO_i, L_i, D_i) of every query head of its KV head.
-  static constexpr int B_r = layout::B_r, B_c = 128, kKeysPerWarpgroup = 64;
+  static constexpr int B_r = layout::B_r, B_c = layout::B_c, kKeysPerWarpgroup = 64;
   static constexpr int kBoxCols = 64;    // bf16 columns per TMA box: one 128-byte swizzle row
   static constexpr int kBoxes = d / 64;  // column boxes of every [rows][d] tile
   static constexpr int kStages = 2;      // the Q_i/dO_i ring

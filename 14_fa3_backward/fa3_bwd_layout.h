@@ -14,8 +14,9 @@
 
 namespace fa3bwd::layout {
 
-// B_r: query rows per step of the main loop (one wgmma M of dQ, one N of S^T).
-inline constexpr int B_r = 64;
+// B_r: query rows per step of the main loop (one wgmma M of dQ, one N of S^T); B_c: the keys
+// of one CTA (two consumer warpgroups of 64).
+inline constexpr int B_r = 64, B_c = 128;
 BWD_HD constexpr int padded_rows(int N) { return (N + B_r - 1) / B_r * B_r; }
 
 // The dQ accumulator: per query head, per query tile i, per 64 columns of d ("chunk"), a
