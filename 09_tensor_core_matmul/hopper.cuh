@@ -151,6 +151,16 @@ __device__ __forceinline__ void cp_async_bulk_tensor_3d_global_to_shared(std::ui
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+// ---- bulk copy without a tensor map (chapter 14) ---------------------------------------------
+// cp.async.bulk global -> shared: `bytes` contiguous bytes (a multiple of 16, both addresses
+// 16-byte aligned), reported to the mbarrier like a tensor copy: chapter 14's rows of L and D,
+// which then arrive in the same transaction as the tiles they belong to.
+__device__ __forceinline__ void cp_async_bulk_global_to_shared(std::uint32_t dst, const void* src, std::uint32_t bytes,
+                                                               std::uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(reinterpret_cast<std::uint64_t>(src)), "r"(bytes), "r"(bar)
+               : "memory");
+}
 // ---- bulk reduce-add without a tensor map (chapter 14) ------------------------------------------
 // cp.reduce.async.bulk ... .add.f32: the copy engine adds `bytes` of fp32 from shared memory
 // into global memory (the additions happen at the L2, atomically per element): chapter 14's dQ

@@ -15,7 +15,7 @@
 
 namespace fa3 {
 
-namespace {
+namespace detail {
 
 void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_stages, const std::string& who) {
   ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
@@ -26,7 +26,7 @@ void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_s
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   detail::Footprint f;
   try {
-    f = detail::footprint(s.d, fp8, step, kv_stages);  // the variant is compiled (fa3_config.h)
+    f = footprint(s.d, fp8, step, kv_stages);  // the variant is compiled (fa3_config.h)
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(who + ": " + e.what());
   }
@@ -38,8 +38,8 @@ void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_s
                                 std::to_string(ladder::device().smem_per_block_optin));
 }
 
-detail::Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L) {
-  detail::Params p{};
+Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L) {
+  Params p{};
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
   p.T_r = ladder::ceil_div(s.N, B_r);
   p.heads = static_cast<int>(s.heads());
@@ -49,7 +49,7 @@ detail::Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* 
   return p;
 }
 
-}  // namespace
+}  // namespace detail
 
 const char* name(Step s) {
   switch (s) {
@@ -74,16 +74,16 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa3::forward";
-  check_common(s, false, opt.step, opt.kv_stages, who);
+  detail::check_common(s, false, opt.step, opt.kv_stages, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
   const int B_r = detail::footprint(s.d, false, opt.step, opt.kv_stages).B_r;
-  detail::launch(s, {Q, K, V, false}, params(s, B_r, O, L), opt.step, opt.kv_stages, stream);
+  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, opt.kv_stages, stream);
 }
 
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
   const std::string who = "fa3::forward_fp8";
-  check_common(s, true, kBestStep, 0, who);
+  detail::check_common(s, true, kBestStep, 0, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
                           {"K8", in.K8},
@@ -94,7 +94,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                           {"descale_k", in.descale_k, alignof(float)},
                           {"descale_v", in.descale_v, alignof(float)}},
                          16);
-  detail::Params p = params(s, detail::footprint(s.d, true, kBestStep).B_r, O, L);
+  detail::Params p = detail::params(s, detail::footprint(s.d, true, kBestStep).B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);

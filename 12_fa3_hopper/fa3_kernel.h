@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "attention_shape.h"
 #include "fa3.h"
@@ -28,6 +29,11 @@ struct Params {
   int q_scale_blocks, k_scale_blocks;
 };
 
+// A row tile of a head: the persistent scheduler asks the kernel's variant for its t-th.
+struct RowTile {
+  int i, head;
+};
+
 // The operands of one launch: bf16 Q, K, V (fa3.h's layouts) or FP8 Q8, K8, Vt8.
 struct Operands {
   const void *Q, *K, *V;
@@ -47,6 +53,12 @@ inline Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0) {
     return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r};
   });
 }
+
+// The checks every forward makes before a launch (the shape, the compiled variant, the grid,
+// the device and its shared memory); throws std::invalid_argument naming `who`. And the kernel's
+// parameters of a checked shape. (fa3.cpp; chapter 15's forward uses both.)
+void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_stages, const std::string& who);
+Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L);
 
 // One of the kernels, to ask tc::compiled_for_sm90a (09's tc_hopper.h) whether this build
 // holds their sm_90a code.

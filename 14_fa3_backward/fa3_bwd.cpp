@@ -54,39 +54,39 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
   backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, BackwardOptions{}, stream);
 }
 
-void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
-              const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
-              const BackwardOptions& opt, cudaStream_t stream) {
-  const std::string who = "fa3bwd::backward";
+namespace detail {
+
+Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, const Tensors& x, Step step,
+                 cudaStream_t stream) {
   const ladder::AttentionShape s = ladder::validate(shape, kSupportedD, ladder::KvHeads::Any);
   if (std::int64_t(layout::padded_rows(s.N)) * s.d > INT_MAX || std::int64_t(s.nkv() + layout::B_c) * s.d > INT_MAX)
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   std::size_t smem = 0;
   try {
-    smem = detail::smem_bytes(s.d, opt.step);
+    smem = smem_bytes(s.d, step);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(who + ": " + e.what());
   }
   ladder::check_grid(who, static_cast<unsigned long long>(ladder::ceil_div(s.nkv(), layout::B_c)), s.kv_heads());
   // TMA, the bulk copies and the paired bf16 stores need 16-byte aligned tensors.
   ladder::check_pointers(who,
-                         {{"Q", Q},
-                          {"K", K},
-                          {"V", V},
-                          {"O", O},
-                          {"L", L, alignof(float)},
-                          {"dO", dO},
-                          {"dQ", dQ},
-                          {"dK", dK},
-                          {"dV", dV},
-                          {"workspace", workspace}},
+                         {{"Q", x.Q},
+                          {"K", x.K},
+                          {"V", x.V},
+                          {"O", x.O},
+                          {"L", x.L, alignof(float)},
+                          {"dO", x.dO},
+                          {"dQ", x.dQ},
+                          {"dK", x.dK},
+                          {"dV", x.dV},
+                          {"workspace", x.workspace}},
                          16);
   if (const std::string why = unavailable_reason(); !why.empty()) throw std::invalid_argument(who + ": " + why);
   // The deterministic order makes a CTA wait, in each dQ block, for the CTA of the next key tile,
   // which is launched after it: every key tile of a head must fit on the GPU at once (one CTA per
   // SM), or the CTAs holding the SMs wait for ones that cannot start (dq_order_model.h shows both).
   if (const int tiles = ladder::ceil_div(s.nkv(), layout::B_c), sms = ladder::device().sm_count;
-      opt.step == Step::Deterministic && tiles > sms)
+      step == Step::Deterministic && tiles > sms)
     throw std::invalid_argument(who + ": the deterministic step needs all of a head's key tiles on the GPU at once: " +
                                 "N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) + " tiles of " +
                                 std::to_string(layout::B_c) + " keys, " + ladder::device().name + " runs " +
@@ -97,16 +97,26 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
                                 ladder::device().name + " allows " +
                                 std::to_string(ladder::device().smem_per_block_optin));
 
-  const Workspace w = carve(s, workspace);
-  detail::launch_preprocess(s, O, dO, L, w.L2, w.D, w.dQ_acc, stream);
-  detail::Params p{};
+  const Workspace w = carve(s, x.workspace);
+  launch_preprocess(s, x.O, x.dO, x.L, w.L2, w.D, w.dQ_acc, stream);
+  Params p{};
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
   p.N_pad = layout::padded_rows(s.N), p.T_r = p.N_pad / layout::B_r;
   p.causal = s.causal;
   p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
-  p.L2 = w.L2, p.D = w.D, p.dQ_acc = w.dQ_acc, p.dq_flags = w.dq_flags, p.dK = dK, p.dV = dV;
-  detail::launch_main(s, {Q, K, V, dO}, p, opt.step, stream);
-  detail::launch_postprocess(s, w.dQ_acc, dQ, stream);
+  p.L2 = w.L2, p.D = w.D, p.dQ_acc = w.dQ_acc, p.dq_flags = w.dq_flags, p.dK = x.dK, p.dV = x.dV;
+  return {s, p};
+}
+
+}  // namespace detail
+
+void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
+              const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
+              const BackwardOptions& opt, cudaStream_t stream) {
+  const detail::Prepared run =
+      detail::prepare("fa3bwd::backward", shape, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, opt.step, stream);
+  detail::launch_main(run.s, {Q, K, V, dO}, run.p, opt.step, stream);
+  detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }
 
 }  // namespace fa3bwd

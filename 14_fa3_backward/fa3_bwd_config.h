@@ -34,20 +34,23 @@ struct Cfg {
 
   // Shared memory, in this order (every tile 1024-byte aligned, as the swizzle needs):
   //   K_j, V_j                      [kBoxes][B_c][128 B], by TMA, once
-  //   kStages x {Q_i, dO_i, L_i, D_i}  [kBoxes][B_r][128 B] twice, then 64 + 64 floats
-  //   dS^T                          [B_c][B_r] bf16, 128B-swizzled as TMA would write it
+  //   kStages x {Q_i, dO_i}         [kBoxes][B_r][128 B] each, by TMA
+  //   2 x dS^T                      [B_c][B_r] bf16, 128B-swizzled as TMA would write it; two, so
+  //                                 that writing step n's never waits for step n-1's dQ to read its own
+  //   kStages x {L_i, D_i}          64 + 64 floats, by bulk copy, with their stage's Q_i, dO_i
   //   dQ (BulkReduce, Deterministic)  two 64 x 64 fp32 blocks per consumer warpgroup
   //   mbarriers
   static constexpr int kKBytes = B_c * d * 2, kVBytes = kKBytes;
   static constexpr int kQBytes = B_r * d * 2, kdOBytes = kQBytes, kRowBytes = B_r * 4;
-  static constexpr int kStageLoadBytes = kQBytes + kdOBytes;  // what TMA delivers (the producer warp copies L_i, D_i)
-  static constexpr int kStageBytes = (kStageLoadBytes + 2 * kRowBytes + 1023) / 1024 * 1024;
-  static constexpr int kdSBytes = B_c * B_r * 2;
+  static constexpr int kStageBytes = kQBytes + kdOBytes;
+  static constexpr int kStageLoadBytes = kStageBytes + 2 * kRowBytes;  // what a stage's "full" barrier counts
+  static constexpr int kdSBytes = B_c * B_r * 2, kdSBuffers = 2;
+  static constexpr int kRowsBytes = kStages * 2 * kRowBytes;
   static constexpr int kdQBuffers = 2;
   static constexpr int kdQBytes = kBulk ? 2 * kdQBuffers * layout::kChunkFloats * 4 : 0;
   static constexpr std::size_t kBarrierBytes = 8 * (1 + 2 * kStages + 2 * 2 * kdQBuffers);
-  static constexpr std::size_t kSmemBytes =
-      1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes + kdSBytes + kdQBytes + kBarrierBytes;
+  static constexpr std::size_t kSmemBytes = 1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes +
+                                            kdSBuffers * kdSBytes + kRowsBytes + kdQBytes + kBarrierBytes;
 
   // The GEMMs' k steps: S^T and dP^T along d (16 per wgmma); dV and dK along the B_r queries;
   // dQ along the keys: at d = 128 each consumer computes 64 of dQ's columns over all B_c keys,
@@ -102,6 +105,24 @@ struct Operands {
   const bf16 *Q, *K, *V, *dO;
 };
 void launch_main(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, cudaStream_t stream);
+
+// What backward() is given, and its checks: everything before the main kernel's launch (the
+// shape, the pointers, the device, the step), then the pre-processing, launched; returns the
+// shape with its defaults resolved and the main kernel's parameters. (fa3_bwd.cpp; chapter 15's
+// backward uses it too.)
+struct Tensors {
+  const bf16 *Q, *K, *V, *O;
+  const float* L;
+  const bf16* dO;
+  bf16 *dQ, *dK, *dV;
+  float* workspace;
+};
+struct Prepared {
+  ladder::AttentionShape s;
+  Params p;
+};
+Prepared prepare(const std::string& who, const ladder::AttentionShape& s, const Tensors& x, Step step,
+                 cudaStream_t stream);
 
 // The pre- and post-processing (fa3_bwd_prepost.cu): L2 = L log2(e) (+inf where L = -inf and
 // in the padding rows), D = rowsum(dO * O) (0 in the padding), the dQ accumulator zeroed;

@@ -71,7 +71,43 @@ CONFIG = {
                                          ("step:deterministic", "step:bulk", "deterministic time / fast (bulk) time"),
                                          ("anchor:cudnn/train", "train",
                                           "cuDNN's training step time / chapters 12 + 14's")]),
+    "15_attention_variants": dict(metric="TFLOP/s", plot=False, flex=True,
+                                  baseline_of={"fwd:causal": "anchor:fa3_causal/fwd", "bwd:causal": "anchor:fa3_causal/bwd",
+                                               "train:documents": None},
+                                  time_ratios=[(f"{p}:tiles{t}", f"{p}:dense",
+                                                f"{'forward' if p == 'fwd' else 'backward'} time at {t}% of the tiles / dense"
+                                                " (target <= 1.2x the fraction of tiles visited)")
+                                               for p in ("fwd", "bwd") for t in (10, 25, 50)]),
 }
+
+# Chapter 15 against FlexAttention (anchors2.json, kind flex_bf16) at its three masks.
+FLEX_CASES = ("window", "documents", "softcap")
+
+
+def flex_ratios(rows, anchors):
+    """{case: (ours fwd, flex fwd, ours bwd, flex bwd)} in useful TFLOP/s, where both were measured."""
+    out = {}
+    for case in FLEX_CASES:
+        f = next((a for a in anchors if a.get("kind") == "flex_bf16" and a.get("case") == case), None)
+        ours = {r["variant"]: r for r in rows if not r["error"] and r["variant"] in (f"fwd:{case}", f"bwd:{case}")}
+        if f and f.get("fwd_tflops") and f.get("bwd_tflops") and len(ours) == 2:
+            out[case] = (value(ours[f"fwd:{case}"], "TFLOP/s"), f["fwd_tflops"], value(ours[f"bwd:{case}"], "TFLOP/s"),
+                         f["bwd_tflops"])
+    return out
+
+
+def flex_section(rows, anchors):
+    r = flex_ratios(rows, anchors)
+    if not r:
+        return ""
+    lines = ["", "**Against FlexAttention** (`flex_attention` under `torch.compile`, scripts/anchors/torch_anchors.py "
+             "group `flex`, same GPU session; useful TFLOP/s: 4 d FLOPs per visible (query, key) pair, backward 2.5x). "
+             "Targets: forward >= 1.3x, backward >= 1.1x.", "",
+             "| mask | fwd | flex fwd | ratio | bwd | flex bwd | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for case, (f, ff, b, fb) in r.items():
+        lines.append(f"| {case} | {f:.1f} | {ff:.1f} | {f / ff:.2f}x | {b:.1f} | {fb:.1f} | {b / fb:.2f}x |")
+    return "\n".join(lines) + "\n"
+
 
 
 # Chapters with figures of their own: the command (after python3) given RUN_DIR and the chapter's OUT_DIR.
@@ -579,6 +615,18 @@ def summary_json(run, out):
                 entry[key] = round(v, 3)
         if entry:
             result[chapter] = entry
+    variants = flex_ratios(benches.get("15_attention_variants", []), chapter_anchors(run, "anchors2.json",
+                                                                                   "15_attention_variants"))
+    if variants:  # the lowest ratio over the three masks, each direction
+        entry = result.setdefault("15_attention_variants", {})
+        entry["fwd_vs_flex"] = round(min(f / ff for f, ff, _, _ in variants.values()), 3)
+        entry["bwd_vs_flex"] = round(min(b / fb for _, _, b, fb in variants.values()), 3)
+    docs = [r for r in benches.get("15_attention_variants", []) if not r["error"] and r["variant"] == "train:documents"]
+    equal = [r for r in benches.get("15_attention_variants", []) if not r["error"]
+             and r["variant"] == "anchor:equal_lengths/train"]
+    if docs and equal:
+        result.setdefault("15_attention_variants", {})["varlen_vs_dense"] = round(
+            value(docs[0], "TFLOP/s") / value(equal[0], "TFLOP/s"), 3)
     for extra in sorted((run / "bench").glob("*.summary.json")):  # chapters that compute their own
         result.setdefault(extra.name.split(".")[0], {}).update(load_json(extra))
     # Chapter 13 on ONE GPU (its loopback ring, .handoff/13/request.sh): the same ratios against one
@@ -704,6 +752,8 @@ def main():
             body += cudnn_section(rows, cfg, chapter_anchors(run, "anchors2.json", chapter))
         if cfg.get("peak"):
             body += peak_section(rows, cfg)
+        if cfg.get("flex"):
+            body += flex_section(rows, chapter_anchors(run, "anchors2.json", chapter))
         figures = "![plot](plot.png)\n\n" if has_plot else ""
         figures += "".join(f"![{p.stem}]({p.name})\n\n" for p in sorted(d.glob("*.png")) if p.name != "plot.png")
         (d / "table.md").write_text(header + figures + body)

@@ -3,7 +3,7 @@
 kernels) reaches on this GPU at the shapes the chapters' benchmarks publish, measured in the
 same GPU run as those benchmarks (scripts/gpu_check.sh, stage `anchors`).
 
-    scripts/anchors/torch_anchors.py OUT_DIR [--only GROUP,...] [--repeats R] [--list]
+    scripts/anchors/torch_anchors.py OUT_DIR [--only GROUP,...] [--repeats R] [--list] [--flex-text FILE]
 
 Writes OUT_DIR/anchors.json and OUT_DIR/anchors2.json: lists of records, the first of each a
 {"kind": "meta"} record (PyTorch, CUDA, cuDNN, GPU, date, method), rewritten after every
@@ -37,6 +37,15 @@ shapes are those of the benchmark named):
              N_kv = 32768 and 131072, each backend (11 bench_flash_decoding)
              -> anchors2.json {"kind": "decode_bf16", "impl", "shape": "B8 Hq32 Hkv8 Nq1
                 Nkv<N> d128", "ms", "gbps"} (GB/s: the K and V bytes read, as chapter 11 counts)
+  flex       torch.nn.attention.flex_attention under torch.compile, bf16, forward and backward, the
+             three masks of chapter 15 (15_attention_variants/cases.h): a causal sliding window of
+             1024 (q - k <= 1024) at B2 H16 N8192, seven causal documents of the chapter's lengths
+             at B1 H16 N16384, softcap 50 (50 tanh(s / 50)) on causal at B4 H16 N4096; d = 128;
+             the block mask from create_block_mask (128 x 128 tiles, as the chapter's)
+             -> anchors2.json {"kind": "flex_bf16", "impl": "flex_attention", "case", "shape",
+                "fwd_ms", "bwd_ms", "fwd_tflops", "bwd_tflops"}; useful TFLOP/s: 4 d FLOPs per
+                visible (query, key) pair and head, backward 2.5x; with --flex-text FILE also
+                lines `case fwd|bwd TFLOP/s` for the chapter's executable (--flex FILE)
 A measurement that fails (no kernel for that backend and shape, out of memory) is a record
 with "error" in place of its figures. Every record also has p10/p90 and n of its repeats.
 
@@ -82,8 +91,21 @@ ATTN_FP32 = [(16384 // n, 16, n, d, c) for d in (64, 128) for n in (512, 1024, 2
 SDPA = [(b, 16, n, d, c) for c in (False, True) for (b, n, d) in ((4, 4096, 64), (4, 4096, 128), (1, 16384, 128))]
 GQA = (4, 32, 8, 4096, 128)  # B, Hq, Hkv, N, d; causal
 DECODE = [(8, 32, 8, n, 128) for n in (32768, 131072)]  # B, Hq, Hkv, N_kv, d
+# Chapter 15's cases (15_attention_variants/cases.h): name, B, H, N, d.
+FLEX = [("window", 2, 16, 8192, 128), ("documents", 1, 16, 16384, 128), ("softcap", 4, 16, 4096, 128)]
+FLEX_WINDOW, FLEX_CAP, FLEX_DOCUMENTS = 1024, 50.0, (7, 2024)  # window; cap; (count, seed) of the lengths
+
+
+def document_lengths(N, count, seed):
+    """cases.h's document_lengths: count - 1 cuts from a 32-bit LCG, sorted."""
+    cuts = [0, N]
+    for _ in range(1, count):
+        seed = (seed * 1103515245 + 12345) & 0xFFFFFFFF
+        cuts.append((seed >> 8) % (N - 1) + 1)
+    cuts.sort()
+    return [b - a for a, b in zip(cuts, cuts[1:])]
 BACKENDS = ["flash", "cudnn", "efficient"]
-GROUPS = ["copy", "softmax", "gemm", "gemm_fp8", "attn_fp32", "sdpa", "gqa", "decode"]
+GROUPS = ["copy", "softmax", "gemm", "gemm_fp8", "attn_fp32", "sdpa", "gqa", "decode", "flex"]
 
 
 def gemm_shape(s):
@@ -115,6 +137,9 @@ def plan(groups):
         elif g == "decode":
             lines += [f"decode     {k} bf16 B{b} Hq{hq} Hkv{hkv} Nq1 Nkv{n} d{d}" for b, hq, hkv, n, d in DECODE
                       for k in BACKENDS]
+        elif g == "flex":
+            lines += [f"flex       flex_attention (torch.compile) bf16 fwd+bwd {name} B{b} H{h} N{n} d{d}"
+                      for name, b, h, n, d in FLEX]
     return lines
 
 
@@ -356,6 +381,48 @@ class Anchors:
             torch.cuda.empty_cache()
 
 
+    # ---- 15: FlexAttention
+    def flex(self):
+        torch = self.torch
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        compiled = torch.compile(flex_attention)
+        for name, B, H, N, d in FLEX:
+            if name == "window":
+                mask = lambda b, h, q, k: (k <= q) & (q - k <= FLEX_WINDOW)  # noqa: E731
+                pairs = sum(min(q + 1, FLEX_WINDOW + 1) for q in range(N))
+                score = None
+            elif name == "documents":
+                lengths = document_lengths(N, *FLEX_DOCUMENTS)
+                doc = torch.repeat_interleave(torch.arange(len(lengths), device="cuda"),
+                                              torch.tensor(lengths, device="cuda"))
+                mask = lambda b, h, q, k: (doc[q] == doc[k]) & (k <= q)  # noqa: E731
+                pairs = sum(n * (n + 1) // 2 for n in lengths)
+                score = None
+            else:
+                mask = lambda b, h, q, k: k <= q  # noqa: E731
+                pairs = N * (N + 1) // 2
+                score = lambda s, b, h, q, k: FLEX_CAP * torch.tanh(s / FLEX_CAP)  # noqa: E731
+            bm = create_block_mask(mask, None, None, N, N, device="cuda")
+            q, k, v = (self.rand((B, H, N, d), torch.bfloat16, True) for _ in range(3))
+            do = self.rand((B, H, N, d), torch.bfloat16)
+            run = lambda: compiled(q, k, v, score_mod=score, block_mask=bm)  # noqa: E731
+            fwd = self.measure(run)
+            bwd = {"error": "no forward"}
+            if "error" not in fwd:
+                o = run()
+                bwd = self.measure(lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True))
+            flops = 4.0 * B * H * pairs * d
+            rec = dict(kind="flex_bf16", impl="flex_attention", case=name, shape=f"B{B} H{H} N{N} d{d}")
+            rec.update(prefixed("fwd_", rate(fwd, "tflops", flops)))
+            rec.update(prefixed("bwd_", rate(bwd, "tflops", 2.5 * flops)))
+            self.add(rec, "anchors2.json")
+            if self.flex_text and rec.get("fwd_tflops") and rec.get("bwd_tflops"):
+                with open(self.flex_text, "a") as f:
+                    f.write(f"{name} fwd {rec['fwd_tflops']}\n{name} bwd {rec['bwd_tflops']}\n")
+            q = k = v = do = o = None
+            torch.cuda.empty_cache()
+
+
 def attention_flops(B, H, N, d, causal):
     return 4.0 * B * H * N * N * d * (0.5 if causal else 1.0)
 
@@ -381,6 +448,7 @@ def main():
     ap.add_argument("--only", default=",".join(GROUPS), help="comma-separated groups (default: all): " + ", ".join(GROUPS))
     ap.add_argument("--repeats", type=int, default=REPEATS, help=f"timed repeats per measurement (default {REPEATS})")
     ap.add_argument("--list", action="store_true", help="print what would be measured and exit (no GPU needed)")
+    ap.add_argument("--flex-text", type=pathlib.Path, help="group flex: also write `case fwd|bwd TFLOP/s` lines here")
     args = ap.parse_args()
     groups = [g.strip() for g in args.only.split(",") if g.strip()]
     unknown = [g for g in groups if g not in GROUPS]
@@ -413,6 +481,9 @@ def main():
                        f"{args.repeats} repeats, each after an L2 flush (2x L2 written); CUDA events around the op; "
                        "median (p10, p90)")
     anchors = Anchors(torch, args.out_dir, Timer(torch, w, args.repeats), meta)
+    anchors.flex_text = args.flex_text
+    if args.flex_text:
+        args.flex_text.write_text("")
     print(f"torch_anchors: PyTorch {torch.__version__}, CUDA {torch.version.cuda}, cuDNN "
           f"{torch.backends.cudnn.version()}, {torch.cuda.get_device_name(0)}; groups {', '.join(groups)}", flush=True)
     failed = []

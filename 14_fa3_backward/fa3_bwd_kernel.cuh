@@ -1,0 +1,545 @@
+// FlashAttention-3's backward (Shah et al. 2024, appendix B.2) on Hopper: chapter 10's
+// backward, moved onto TMA, wgmma and warp specialisation. Compiled for sm_90a only (its own
+// library, CMakeLists.txt); the kernel body sits inside `#if TC_HOPPER_ENABLED`, and
+// fa3_bwd.cpp launches it only on a compute capability 9.0 device.
+//
+// One CTA per key tile K_j, V_j (B_c = 128 keys) of one KV head; it keeps dK_j and dV_j in
+// registers while it walks the query tiles Q_i, dO_i (B_r = 64 rows, with L_i and D_i) of
+// every query head of the group, which a producer warp streams through a ring of shared
+// memory by TMA. Two consumer warpgroups own 64 keys each. Per query tile:
+//   S^T  = K_j Q_i^T         wgmma, both operands K-major in shared memory, 64 x 64 per warpgroup
+//   dP^T = V_j dO_i^T        the same
+//   P^T  = exp2(S^T scale log2(e) - L_i)       in the accumulator registers; L_i per column
+//   dS^T = P^T o (dP^T - D_i)                  likewise
+//   dV_j += P^T dO_i         wgmma with P^T from registers (A), dO_i MN-major from shared memory
+//   dK_j += dS^T Q_i         the same with dS^T and Q_i
+//   dQ_i  = dS K_j           dS^T written to shared memory; wgmma reads it, and K_j, MN-major
+// Why the transposes: the A operand of wgmma may come from registers, the B operand may not.
+// dV and dK sum over the queries, so their A operand is P^T, dS^T (keys x queries): computing
+// S^T and dP^T rather than S and dP leaves exactly those in the accumulators, in the layout an
+// A fragment wants (chapter 12's P, with rows and columns swapped). dQ sums over the keys and
+// needs dS (queries x keys) as A: from registers that would take a transpose across lanes, so
+// dS^T goes to shared memory, where the instruction's transpose bit reads it as dS.
+// Within a warpgroup the steps overlap where the data allow: the exponentials of P^T run while
+// the tensor cores finish dP^T, and dS^T is formed while they compute dV += P^T dO_i.
+// dQ_i is summed over the key tiles, so over CTAs: each consumer adds its 64 x 64 fp32 block
+// into a buffer in global memory, with one atomic per element (Step::Atomic), or hands it through
+// shared memory to a writer warp that issues one bulk reduce-add by the copy engine
+// (Step::BulkReduce) while the consumers go on; Step::Deterministic makes the writer wait for its
+// turn (the last key tile first) on a flag per block. The post-processing kernel scales and rounds dQ.
+//
+// The kernel template lives in this header so that chapter 15 can instantiate it with its own
+// variant (masks and score modifiers as code); fa3_bwd_kernel.cu instantiates chapter 14's. For
+// .cu files compiled for sm_90a only.
+#pragma once
+
+#include <cstdint>
+
+#include "09_tensor_core_matmul/hopper.cuh"
+#include "09_tensor_core_matmul/tc_hopper.h"
+#include "cuda_check.h"
+#include "fa3_bwd_config.h"
+#include "launch.h"
+#include "numeric.h"
+
+namespace fa3bwd::detail {
+
+// ---- shared memory (fa3_bwd_config.h has the sizes) -----------------------------------------
+template <class C>
+struct Smem {
+  std::uint32_t base;  // 1024-byte aligned (the swizzle repeats every 1024 bytes)
+  unsigned char* ptr;  // the same address, generic: for the plain loads and stores
+  __device__ explicit Smem(unsigned char* raw) {
+    const std::uint32_t a = tc::smem_addr(raw);
+    base = (a + 1023) & ~1023u;
+    ptr = raw + (base - a);
+  }
+  template <class T>
+  __device__ T* at(std::uint32_t addr) const {
+    return reinterpret_cast<T*>(ptr + (addr - base));
+  }
+  __device__ std::uint32_t K() const { return base; }
+  __device__ std::uint32_t V() const { return base + C::kKBytes; }
+  __device__ std::uint32_t stage(int s) const { return base + C::kKBytes + C::kVBytes + s * C::kStageBytes; }
+  __device__ std::uint32_t Q(int s) const { return stage(s); }
+  __device__ std::uint32_t dO(int s) const { return stage(s) + C::kQBytes; }
+  __device__ std::uint32_t dS(int b) const { return stage(C::kStages) + b * C::kdSBytes; }
+  __device__ std::uint32_t L2(int s) const { return dS(C::kdSBuffers) + s * 2 * C::kRowBytes; }
+  __device__ std::uint32_t D(int s) const { return L2(s) + C::kRowBytes; }
+  // dQ block buffer b of consumer cw (BulkReduce, Deterministic)
+  __device__ std::uint32_t dQ(int cw, int b) const {
+    return dS(C::kdSBuffers) + C::kRowsBytes + (cw * C::kdQBuffers + b) * layout::kChunkFloats * 4;
+  }
+  __device__ std::uint32_t bar(int i) const { return dS(C::kdSBuffers) + C::kRowsBytes + C::kdQBytes + 8 * i; }
+  __device__ std::uint32_t kv_full() const { return bar(0); }
+  __device__ std::uint32_t full(int s) const { return bar(1 + s); }
+  __device__ std::uint32_t empty(int s) const { return bar(1 + C::kStages + s); }
+  __device__ std::uint32_t dq_full(int cw, int b) const { return bar(1 + 2 * C::kStages + cw * C::kdQBuffers + b); }
+  __device__ std::uint32_t dq_empty(int cw, int b) const {
+    return bar(1 + 2 * C::kStages + 2 * C::kdQBuffers + cw * C::kdQBuffers + b);
+  }
+
+  __device__ void init_barriers() const {  // one thread, before anyone uses them
+    tc::mbarrier_init(kv_full(), 1);
+    for (int s = 0; s < C::kStages; ++s) {
+      tc::mbarrier_init(full(s), 1);
+      tc::mbarrier_init(empty(s), 256);  // every consumer thread
+    }
+    for (int cw = 0; cw < 2; ++cw)
+      for (int b = 0; b < C::kdQBuffers; ++b) {
+        tc::mbarrier_init(dq_full(cw, b), 128);  // every thread of the consumer warpgroup
+        tc::mbarrier_init(dq_empty(cw, b), 1);   // the writer
+      }
+    tc::fence_mbarrier_init();
+  }
+};
+
+// ---- the variant: which query tiles a CTA visits, and what its score tile is ---------------------
+// The kernel asks a variant V (FA3's "Mask", as chapter 12's forward does) for the query tiles
+// the CTA of key tile K_j visits (V::Queries: `steps` in all over the group's query heads; step
+// n is query tile i(n) of the group's query head head(n); masked(n) says whether it needs the
+// mask) and whether a (query, key) element is visible. A variant with a score modifier
+// (kScoreMod) also gives score(x, ...) and its derivative, for x = S scale.
+//
+// CausalOrDense: every query tile of every query head of the group, in that order; causal: only
+// the tiles from the first query that sees key j0 on (the tiles above see none of the CTA's keys).
+struct CausalOrDense {
+  static constexpr bool kScoreMod = false;
+  struct Queries {
+    int i_first, T_i, steps;  // query tiles i_first .. T_r - 1 of each query head: steps in all
+    __device__ int head(int n) const { return n / T_i; }
+    __device__ int i(int n) const { return i_first + n % T_i; }
+  };
+  template <class C>
+  __device__ Queries queries(int j0, int /*kv_head*/, const Params& p) const {
+    Queries q;
+    const int first_query = p.causal ? max(0, j0 - p.offset) : 0;
+    q.i_first = first_query < p.N_q ? first_query / C::B_r : p.T_r;
+    q.T_i = p.T_r - q.i_first;
+    q.steps = p.group * q.T_i;
+    return q;
+  }
+  // Masked: keys past N_kv, or (causal) a key after some query + offset of the tile.
+  template <class C>
+  __device__ bool masked(const Queries&, int /*n*/, int j0, int i0, const Params& p) const {
+    return j0 + C::B_c > p.N_kv || (p.causal && j0 + C::B_c - 1 > i0 + p.offset);
+  }
+  __device__ bool visible(int /*q_head*/, int query, int key, const Params& p) const {
+    return key < p.N_kv && !(p.causal && key > query + p.offset);
+  }
+};
+
+// ---- the walk: the CTA's key tile and the variant's query tiles --------------------------------
+template <class C, class V>
+struct Walk {
+  int j0, kv_head, q_head0;  // the CTA's first key; its KV head b H_kv + h_kv; the group's first query head
+  typename V::Queries qs;
+  int steps;
+  __device__ Walk(const Params& p, const V& var) {
+    j0 = blockIdx.x * C::B_c;
+    kv_head = blockIdx.y;
+    q_head0 = kv_head / p.H_kv * p.H + kv_head % p.H_kv * p.group;
+    qs = var.template queries<C>(j0, kv_head, p);
+    steps = qs.steps;
+  }
+  __device__ int q_head(int n) const { return q_head0 + qs.head(n); }
+  __device__ int i(int n) const { return qs.i(n); }
+  // The last key tile whose CTA visits query tile i (every tile from this CTA's to it does):
+  // causal, the last one some query of the tile sees.
+  __device__ int last_key_tile(int i, const Params& p) const {
+    const int T_c = static_cast<int>(gridDim.x);
+    if (!p.causal) return T_c - 1;
+    const int last_query = min(p.N_q - 1, i * C::B_r + C::B_r - 1);
+    return min(T_c - 1, (last_query + p.offset) / C::B_c);
+  }
+};
+
+// ---- the producer ------------------------------------------------------------------------------
+// One elected thread of warp 0 issues the copies: K_j and V_j once, then per step Q_i, dO_i and
+// the 64 floats of L_i and D_i into the next free stage, all counted by the stage's "full" barrier.
+template <class C, class V>
+__device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmdO, const CUtensorMap* tmK,
+                        const CUtensorMap* tmV, const Walk<C, V>& w, const Params& p) {
+  if (w.steps == 0) return;
+  tc::mbarrier_arrive_expect_tx(sm.kv_full(), C::kKBytes + C::kVBytes);
+  for (int b = 0; b < C::kBoxes; ++b) {
+    tc::cp_async_bulk_tensor_3d_global_to_shared(sm.K() + b * C::B_c * 128, tmK, b * C::kBoxCols, w.j0, w.kv_head,
+                                                 sm.kv_full());
+    tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V() + b * C::B_c * 128, tmV, b * C::kBoxCols, w.j0, w.kv_head,
+                                                 sm.kv_full());
+  }
+  for (int n = 0; n < w.steps; ++n) {
+    const int s = n % C::kStages;
+    tc::mbarrier_wait(sm.empty(s), ((n / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
+    const int head = w.q_head(n), i0 = w.i(n) * C::B_r;
+    const std::int64_t row = std::int64_t(head) * p.N_pad + i0;  // N_pad rows per head: 256-byte aligned
+    tc::mbarrier_arrive_expect_tx(sm.full(s), C::kStageLoadBytes);
+    for (int b = 0; b < C::kBoxes; ++b) {
+      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.Q(s) + b * C::B_r * 128, tmQ, b * C::kBoxCols, i0, head,
+                                                   sm.full(s));
+      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.dO(s) + b * C::B_r * 128, tmdO, b * C::kBoxCols, i0, head,
+                                                   sm.full(s));
+    }
+    tc::cp_async_bulk_global_to_shared(sm.L2(s), p.L2 + row, C::kRowBytes, sm.full(s));
+    tc::cp_async_bulk_global_to_shared(sm.D(s), p.D + row, C::kRowBytes, sm.full(s));
+  }
+}
+
+// ---- the dQ writer ---------------------------------------------------------------------------------
+// One elected thread of warp 1: per step and consumer, waits for the block in shared memory, hands
+// it to the copy engine's reduce-add into dQ_acc and frees the buffer once the engine has read it.
+// Deterministic: before its reduce, waits until the block's flag says that every CTA before it in
+// the fixed order has added its part; after it, waits until its additions have landed and raises
+// the flag. The order is the key tiles' from the last that sees the block down to 0: causal, a
+// CTA meets a query tile two steps (B_c / B_r) after the CTA of the next key tile, which starts
+// two tiles lower, so going down the key tiles no CTA waits for one that is behind it. (Up, each
+// would wait for the one before, and the waits would chain along the diagonal.) The CTA it waits
+// for was launched after it but never waits for it in turn, and the CTAs launched before it
+// finish without it: no cycle.
+template <class C, class V>
+__device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p) {
+  for (int n = 0; n < w.steps; ++n) {
+    const int b = n % C::kdQBuffers;
+    for (int cw = 0; cw < 2; ++cw) {
+      tc::mbarrier_wait(sm.dq_full(cw, b), (n / C::kdQBuffers) & 1);
+      const int chunk = C::d == 128 ? cw : 0;
+      const std::size_t block = layout::block_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk);
+      if constexpr (C::kDeterministic) {
+        // Writers per block and CTA: one at d = 128 (a consumer per column half), two at d = 64.
+        int* flag = p.dq_flags + layout::flag_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk);
+        const int rank = w.last_key_tile(w.i(n), p) - static_cast<int>(blockIdx.x);
+        const int turn = C::d == 128 ? rank : 2 * rank + cw;
+        while (tc::ld_acquire_gpu(flag) != turn) {
+        }
+        tc::fence_proxy_async_global();  // the reduce below comes after what the flag published
+      }
+      tc::cp_reduce_async_bulk_add_f32(p.dQ_acc + block, sm.dQ(cw, b), layout::kChunkFloats * 4);
+      tc::cp_async_bulk_commit_group();
+      if constexpr (C::kDeterministic) {
+        tc::cp_async_bulk_wait_group<0>();  // the additions are done ...
+        tc::fence_proxy_async_global();     // ... and ordered before the flag
+        tc::red_release_gpu_add(p.dq_flags + layout::flag_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk), 1);
+      } else {
+        tc::cp_async_bulk_wait_group_read<0>();
+      }
+      tc::mbarrier_arrive(sm.dq_empty(cw, b));
+    }
+  }
+  tc::cp_async_bulk_wait_group<0>();  // every reduce has landed before the CTA ends
+}
+
+// ---- a consumer warpgroup ----------------------------------------------------------------------
+// Accumulator layout of a wgmma m64nN (chapter 12's fa3_rows.cuh): thread t (warp w = t / 32,
+// g = t % 32 / 4, c = t % 4) holds in register 4 jj + 2 h + e row 16 w + g + 8 h, column
+// 8 jj + 2 c + e. Here the rows of S^T, dP^T, dK, dV are keys, the columns of S^T and dP^T queries.
+#if TC_HOPPER_ENABLED
+template <class C, class V>
+struct Consumer {
+  enum : int { kDsReady = 1 };  // a named barrier of the two consumer warpgroups
+  const Smem<C>& sm;
+  const V& var;
+  int cw, t;                                            // warpgroup 0 or 1 (keys 64 cw ..), thread in it
+  float dk[C::d / 2], dv[C::d / 2];                     // dK_j, dV_j: this warpgroup's 64 keys x d
+  float s[32], dp[32];                                  // S^T then P^T; dP^T then dS^T (64 keys x 64 queries)
+  std::uint32_t pf[C::kQSteps][4], dsf[C::kQSteps][4];  // P^T, dS^T as A fragments (bf16)
+  float dq[32];                                         // 64 queries x 64 columns of dQ_i
+
+  __device__ int key_row(int h) const { return 16 * (t / 32) + t % 32 / 4 + 8 * h; }  // 0..63
+
+  // S^T = K_j Q_i^T (a = K_j, b = Q_i) or dP^T = V_j dO_i^T, as one group: the exponentials of P^T
+  // can then start while dP^T is still in the tensor cores.
+  __device__ void issue_ss(float (&acc)[32], std::uint32_t a, std::uint32_t b) {
+    tc::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < C::kSSteps; ++k) {  // along d: 32 bytes of a 128-byte row per k16 step
+      const std::uint32_t box = k / 4, off = (k % 4) * 32;
+      const std::uint32_t keys = box * C::B_c * 128 + cw * C::kKeysPerWarpgroup * 128 + off;
+      tc::wgmma_m64n64k16_ss_bf16<0, 0>(acc, tc::wgmma_desc_sw128(a + keys),
+                                        tc::wgmma_desc_sw128(b + box * C::B_r * 128 + off), k > 0);
+    }
+    tc::wgmma_commit_group();
+  }
+
+  // P^T of one query tile, in place of S^T, and as A fragments. Masked only where the variant says
+  // the tile needs it (chapter 14's: keys past N_kv; causal: a key after some query + offset).
+  // Rows past N_q need nothing: their L2 is +inf (P = 0).
+  template <bool kMasked>
+  __device__ void probabilities(int st, int head, int j0, int i0, const Params& p) {
+    const float* L2 = sm.template at<float>(sm.L2(st));
+    const int c = t % 4, key0 = j0 + cw * C::kKeysPerWarpgroup + key_row(0);
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const float2 l = *reinterpret_cast<const float2*>(L2 + 8 * jj + 2 * c);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 4 * jj + 2 * h + e;
+          float pv = exp2f(fmaf(s[r], p.scale_log2e, -(e ? l.y : l.x)));
+          if constexpr (kMasked)
+            if (!var.visible(head, i0 + 8 * jj + 2 * c + e, key0 + 8 * h, p)) pv = 0.0f;
+          s[r] = pv;
+        }
+    }
+    pack_p();
+  }
+  // k16 step kk of dV += P^T dO (queries 16 kk ..) reads columns jj = 2 kk, 2 kk + 1: registers
+  // 8 kk .. 8 kk + 7, in the order of the A fragment (chapter 12's to_p).
+  __device__ void pack_p() {
+#pragma unroll
+    for (int kk = 0; kk < C::kQSteps; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) pf[kk][q] = tc::pack_bf16x2(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
+  }
+  __device__ void pack_ds() {
+#pragma unroll
+    for (int kk = 0; kk < C::kQSteps; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) dsf[kk][q] = tc::pack_bf16x2(dp[8 * kk + 2 * q], dp[8 * kk + 2 * q + 1]);
+  }
+  // dS^T = P^T o (dP^T - D_i), in place of dP^T, and as A fragments.
+  __device__ void score_gradients(int st) {
+    const float* D = sm.template at<float>(sm.D(st));
+    const int c = t % 4;
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const float2 dd = *reinterpret_cast<const float2*>(D + 8 * jj + 2 * c);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 4 * jj + 2 * h + e;
+          dp[r] = s[r] * (dp[r] - (e ? dd.y : dd.x));
+        }
+    }
+    pack_ds();
+  }
+  // With a score modifier, x = S scale becomes score(x) before the softmax, and dS picks up its
+  // derivative: P^T = exp2(score(x) log2(e) - L2_i), dS^T = P^T o (dP^T - D_i) o score'(x). The
+  // derivative needs S^T, so S^T stays until dP^T is done and both are formed together here
+  // (the exponentials no longer overlap the dP^T GEMM).
+  template <bool kMasked>
+  __device__ void probabilities_and_gradients(int st, int head, int j0, int i0, const Params& p) {
+    const float* L2 = sm.template at<float>(sm.L2(st));
+    const float* D = sm.template at<float>(sm.D(st));
+    const int c = t % 4, key0 = j0 + cw * C::kKeysPerWarpgroup + key_row(0);
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const float2 l = *reinterpret_cast<const float2*>(L2 + 8 * jj + 2 * c);
+      const float2 dd = *reinterpret_cast<const float2*>(D + 8 * jj + 2 * c);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 4 * jj + 2 * h + e, query = i0 + 8 * jj + 2 * c + e, key = key0 + 8 * h;
+          const float x = s[r] * p.scale;
+          float pv = exp2f(fmaf(var.score(x, head, query, key), ladder::kLog2e, -(e ? l.y : l.x)));
+          if constexpr (kMasked)
+            if (!var.visible(head, query, key, p)) pv = 0.0f;
+          s[r] = pv;
+          dp[r] = pv * (dp[r] - (e ? dd.y : dd.x)) * var.score_grad(x, head, query, key);
+        }
+    }
+    pack_p();
+    pack_ds();
+  }
+
+  // dS^T into shared memory as [B_c keys][64 queries] bf16, 128B-swizzled (16-byte unit u of row r
+  // at u ^ r % 8, as TMA would write it): wgmma then reads it as the MN-major A operand dS.
+  // Fragment register q of step kk holds row h = q % 2, columns 16 kk + 8 (q / 2) + 2c, +1.
+  __device__ void store_ds(int b) const {
+#pragma unroll
+    for (int kk = 0; kk < C::kQSteps; ++kk)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = cw * C::kKeysPerWarpgroup + key_row(q % 2), unit = 2 * kk + q / 2;
+        tc::st_shared_b32(sm.dS(b) + r * 128 + ((unit ^ (r % 8)) << 4) + 4 * (t % 4), dsf[kk][q]);
+      }
+  }
+
+  // dV += P^T dO_i, dK += dS^T Q_i: A from registers, B = dO_i, Q_i as they lie ([queries][d]
+  // boxes: MN-major, the next 16 queries 2048 bytes on, the next 64 columns one box on).
+  // One group each: dV goes first, as soon as P^T is ready.
+  __device__ void issue_rs(float (&acc)[C::d / 2], const std::uint32_t (&a)[C::kQSteps][4], std::uint32_t b) {
+    tc::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::kQSteps; ++kk) {
+      const std::uint64_t desc = tc::wgmma_desc_mn_sw128(b + kk * 16 * 128, C::B_r * 128);
+      if constexpr (C::d == 128)
+        tc::wgmma_m64n128k16_rs_bf16_tb(acc, a[kk], desc, 1);
+      else
+        tc::wgmma_m64n64k16_rs_bf16_tb(acc, a[kk], desc, 1);
+    }
+    tc::wgmma_commit_group();
+  }
+
+  // dQ_i's 64 x 64 block: at d = 128 columns 64 cw .. over all B_c keys (K_j's box cw); at d = 64
+  // all columns over this warpgroup's keys. A = dS (dS^T read transposed), B = K_j (MN-major).
+  __device__ void issue_dq(int b) {
+    constexpr bool kSplitColumns = C::d == 128;
+    const int key_base = kSplitColumns ? 0 : cw * C::kKeysPerWarpgroup, box = kSplitColumns ? cw : 0;
+    tc::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < C::kDqKeySteps; ++kk) {
+      const int key = key_base + 16 * kk;
+      tc::wgmma_m64n64k16_ss_bf16<1, 1>(dq, tc::wgmma_desc_mn_sw128(sm.dS(b) + key * 128, C::B_r * 128),
+                                        tc::wgmma_desc_mn_sw128(sm.K() + box * C::B_c * 128 + key * 128, C::B_c * 128),
+                                        kk > 0);
+    }
+    tc::wgmma_commit_group();
+  }
+
+  // Adds dQ_i's block into the fp32 accumulator (fa3_bwd_layout.h): Atomic, from the registers;
+  // otherwise through buffer n % 2 in shared memory to the writer warp. Accumulator row
+  // 16w + g + 8h is query i0 + that row; its columns 8 jj + 2c + e.
+  __device__ void add_dq(int n, int head, int i, const Params& p) {
+    if constexpr (!C::kBulk) {
+      float* g = p.dQ_acc + layout::block_index(head, p.T_r, i, C::d, C::d == 128 ? cw : 0);
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 2; ++e)
+            atomicAdd(g + layout::chunk_offset(key_row(h), 8 * jj + 2 * (t % 4) + e), dq[4 * jj + 2 * h + e]);
+    } else {
+      const int b = n % C::kdQBuffers;
+      tc::mbarrier_wait(sm.dq_empty(cw, b), ((n / C::kdQBuffers) & 1) ^ 1);  // the writer has read it
+      float* block = sm.template at<float>(sm.dQ(cw, b));
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          *reinterpret_cast<float2*>(block + layout::chunk_offset(key_row(h), 8 * jj + 2 * (t % 4))) =
+              make_float2(dq[4 * jj + 2 * h], dq[4 * jj + 2 * h + 1]);
+      tc::fence_proxy_async_shared_cta();  // the copy engine reads what these stores wrote
+      tc::mbarrier_arrive(sm.dq_full(cw, b));
+    }
+  }
+
+  __device__ void run(const Walk<C, V>& w, const Params& p) {
+#pragma unroll
+    for (int k = 0; k < C::d / 2; ++k) dk[k] = 0.0f, dv[k] = 0.0f;
+    if (w.steps == 0) return;
+    tc::mbarrier_wait(sm.kv_full(), 0);
+    for (int n = 0; n < w.steps; ++n) {
+      const int st = n % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
+      const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
+      tc::mbarrier_wait(sm.full(st), (n / C::kStages) & 1);
+      issue_ss(s, sm.K(), sm.Q(st));
+      issue_ss(dp, sm.V(), sm.dO(st));
+      if constexpr (!V::kScoreMod) {
+        tc::wgmma_wait_group<1>();  // S^T is done; dP^T may still run
+        tc::fence_operand(s);
+        if (masked)
+          probabilities<true>(st, head, w.j0, i0, p);
+        else
+          probabilities<false>(st, head, w.j0, i0, p);
+        issue_rs(dv, pf, sm.dO(st));
+        tc::wgmma_wait_group<1>();  // dP^T is done; dV may still run
+        tc::fence_operand(dp);
+        score_gradients(st);
+      } else {
+        tc::wgmma_wait_group<0>();
+        tc::fence_operand(s);
+        tc::fence_operand(dp);
+        if (masked)
+          probabilities_and_gradients<true>(st, head, w.j0, i0, p);
+        else
+          probabilities_and_gradients<false>(st, head, w.j0, i0, p);
+        issue_rs(dv, pf, sm.dO(st));
+      }
+      // dS^T buffer n % 2 was last read by step n - 2's dQ, which both warpgroups waited for
+      // before they met at step n - 1's barrier below: no barrier is needed before writing it.
+      store_ds(n % C::kdSBuffers);
+      tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
+      issue_rs(dk, dsf, sm.Q(st));
+      tc::named_bar_sync(kDsReady, 256);  // all of dS^T is written
+      issue_dq(n % C::kdSBuffers);
+      tc::wgmma_wait_group<0>();
+      tc::fence_operand(dk);
+      tc::fence_operand(dv);
+      tc::fence_operand(dq);
+      tc::fence_operand(pf);
+      tc::fence_operand(dsf);
+      // Q_i, dO_i, L_i, D_i are no longer read. Every thread arrives, each after its own loads of
+      // L_i and D_i: the arrival (a release) orders exactly the loads that the next copy into the
+      // stage must follow.
+      tc::mbarrier_arrive(sm.empty(st));
+      add_dq(n, w.q_head(n), w.i(n), p);
+    }
+  }
+
+  // dK_j = scale dS^T Q summed, dV_j: bf16, straight from the registers (once per CTA).
+  __device__ void store(const Walk<C, V>& w, const Params& p) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = w.j0 + cw * C::kKeysPerWarpgroup + key_row(h);
+      if (key >= p.N_kv) continue;
+      const std::int64_t row = (std::int64_t(w.kv_head) * p.N_kv + key) * C::d;
+#pragma unroll
+      for (int jj = 0; jj < C::d / 8; ++jj) {
+        const int col = 8 * jj + 2 * (t % 4), r = 4 * jj + 2 * h;
+        *reinterpret_cast<__nv_bfloat162*>(p.dK + row + col) =
+            __floats2bfloat162_rn(dk[r] * p.scale, dk[r + 1] * p.scale);
+        *reinterpret_cast<__nv_bfloat162*>(p.dV + row + col) = __floats2bfloat162_rn(dv[r], dv[r + 1]);
+      }
+    }
+  }
+};
+#endif  // TC_HOPPER_ENABLED
+
+// ---- the kernel ------------------------------------------------------------------------------
+template <class C, class V>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    fa3_bwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmdO,
+                   const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
+                   const __grid_constant__ Params p, const __grid_constant__ V var) {
+#if TC_HOPPER_ENABLED
+  extern __shared__ unsigned char smem_raw[];
+  const Smem<C> sm(smem_raw);
+  if (threadIdx.x == 0) sm.init_barriers();
+  __syncthreads();
+  const Walk<C, V> w(p, var);
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {  // copies only (TMA in, dQ out): it gives its registers to the consumers
+    tc::setmaxnreg_dec<C::kProducerRegs>();
+    const int warp = threadIdx.x / 32;
+    if (warp == 0 && tc::elect_one_sync()) produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p);
+    if constexpr (C::kBulk)
+      if (warp == 1 && tc::elect_one_sync()) write_dq<C>(sm, w, p);
+    return;
+  }
+  tc::setmaxnreg_inc<C::kConsumerRegs>();
+  Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
+  consumer.run(w, p);
+  consumer.store(w, p);
+#endif
+}
+
+inline tc::TensorMapKey map_key(const void* X, std::uint64_t cols, std::uint64_t rows, std::uint64_t heads,
+                                std::uint32_t box_rows) {
+  tc::TensorMapKey k;
+  k.data = X;
+  k.rank = 3;
+  k.dims[0] = cols, k.dims[1] = rows, k.dims[2] = heads;
+  k.box[0] = 64, k.box[1] = box_rows, k.box[2] = 1;
+  return k;
+}
+
+template <class C, class V>
+void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params& p, const V& var,
+                cudaStream_t stream) {
+  const std::uint64_t d = C::d;
+  const CUtensorMap tmQ = tc::tensor_map(map_key(x.Q, d, s.N, s.heads(), C::B_r));
+  const CUtensorMap tmdO = tc::tensor_map(map_key(x.dO, d, s.N, s.heads(), C::B_r));
+  const CUtensorMap tmK = tc::tensor_map(map_key(x.K, d, s.nkv(), s.kv_heads(), C::B_c));
+  const CUtensorMap tmV = tc::tensor_map(map_key(x.V, d, s.nkv(), s.kv_heads(), C::B_c));
+  auto* kernel = fa3_bwd_kernel<C, V>;
+  ladder::allow_dynamic_smem(kernel, C::kSmemBytes, "fa3bwd::backward");
+  const dim3 grid(ladder::ceil_div(s.nkv(), C::B_c), static_cast<unsigned>(s.kv_heads()));
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmdO, tmK, tmV, p, var);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fa3bwd::detail

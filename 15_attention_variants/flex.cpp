@@ -1,0 +1,85 @@
+// The host side of chapter 15's kernels: the block mask on the device, and the checks the
+// variants add to chapters 12 and 14's.
+#include "flex.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "09_tensor_core_matmul/tc_hopper.h"
+
+namespace variants {
+
+namespace {
+// The rows of the forward's lists (query tiles of every head the mask has), most tiles first.
+std::vector<int> heaviest_first(const BlockMask& m) {
+  std::vector<int> rows(m.kv_num_blocks.size());
+  std::iota(rows.begin(), rows.end(), 0);
+  const auto tiles = [&](int r) { return m.kv_num_blocks[r] + m.full_kv_num_blocks[r]; };
+  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return tiles(a) > tiles(b); });
+  return rows;
+}
+}  // namespace
+
+DeviceBlockMask::DeviceBlockMask(const BlockMask& m)
+    : N(m.N),
+      N_kv(m.N_kv),
+      kv_num_(m.kv_num_blocks),
+      kv_idx_(m.kv_indices),
+      full_kv_num_(m.full_kv_num_blocks),
+      full_kv_idx_(m.full_kv_indices),
+      kv_order_(heaviest_first(m)),
+      q_num_(m.q_num_blocks),
+      q_idx_(m.q_indices),
+      full_q_num_(m.full_q_num_blocks),
+      full_q_idx_(m.full_q_indices) {
+  shape_.B = m.B, shape_.H = m.H, shape_.N = m.N, shape_.N_kv = m.N_kv;
+  shape_.B_r = m.B_r, shape_.B_c = m.B_c, shape_.T_r = m.T_r, shape_.T_c = m.T_c;
+}
+
+BlockMaskView DeviceBlockMask::kv() const {
+  return {kv_num_.data(), kv_idx_.data(), full_kv_num_.data(), full_kv_idx_.data(), kv_order_.data(), shape_.B,
+          shape_.H,       shape_.T_r,     shape_.T_c,          shape_.B_r,          shape_.B_c};
+}
+BlockMaskView DeviceBlockMask::q() const {
+  return {q_num_.data(), q_idx_.data(), full_q_num_.data(), full_q_idx_.data(), nullptr,   shape_.B,
+          shape_.H,      shape_.T_c,    shape_.T_r,         shape_.B_r,         shape_.B_c};
+}
+
+std::string unavailable_reason() {
+  return tc::sm90a_unavailable_reason("the chapter 15 kernels need", detail::sm90a_kernel());
+}
+
+namespace detail {
+
+void check_variant(const std::string& who, const ladder::AttentionShape& shape, const BlockMaskView& v, int B_r,
+                   bool backward) {
+  const int supported_d[] = {128};
+  const ladder::AttentionShape s = ladder::validate(shape, supported_d, ladder::KvHeads::Any);
+  if (s.causal)
+    throw std::invalid_argument(who +
+                                ": the shape must not be causal: the mask says which keys a query sees "
+                                "(variants::Causal)");
+  if (v.num == nullptr) throw std::invalid_argument(who + ": the block mask is empty (DeviceBlockMask)");
+  if (v.B_r != B_r || v.B_c != kB_c)
+    throw std::invalid_argument(who + ": the block mask has tiles of " + std::to_string(v.B_r) + " x " +
+                                std::to_string(v.B_c) + "; this kernel walks " + std::to_string(B_r) + " x " +
+                                std::to_string(kB_c) + " (make_block_mask(mask, B, H, N, N_kv, " + std::to_string(B_r) +
+                                ", " + std::to_string(kB_c) + "))");
+  const int T_r = (s.N + v.B_r - 1) / v.B_r, T_c = (s.nkv() + v.B_c - 1) / v.B_c;
+  if ((backward ? v.len : v.rows) != T_r || (backward ? v.rows : v.len) != T_c)
+    throw std::invalid_argument(who + ": the block mask was built for other sequence lengths than N=" +
+                                std::to_string(s.N) + ", N_kv=" + std::to_string(s.nkv()));
+  if ((v.B != 1 && v.B != s.B) || (v.H != 1 && v.H != s.H))
+    throw std::invalid_argument(who + ": the block mask's B=" + std::to_string(v.B) + ", H=" + std::to_string(v.H) +
+                                " must be 1 or the shape's B=" + std::to_string(s.B) + ", H=" + std::to_string(s.H));
+  if (backward && v.H != 1 && s.group() > 1)
+    throw std::invalid_argument(who + ": with GQA (H / H_kv = " + std::to_string(s.group()) +
+                                ") the block mask must not depend on the query head (H = 1): a CTA walks one list "
+                                "for all the query heads of its KV head");
+}
+
+}  // namespace detail
+
+}  // namespace variants

@@ -1,0 +1,138 @@
+// Chapter 15's kernels against the fp64 reference with the same masks and modifiers (inputs
+// rounded to bf16, as the GPU sees them), and the checks they make before any launch.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compare.h"
+#include "flex.h"
+#include "flex_problem.h"
+#include "gtest_helpers.h"
+#include "reference_attention.h"
+
+namespace {
+
+using ladder::attention_shape;
+using ladder::AttentionShape;
+using variants::Kind;
+using variants::Variant;
+
+#define VARIANTS_REQUIRE_SM90A()                                              \
+  do {                                                                        \
+    LADDER_REQUIRE_GPU();                                                     \
+    if (const std::string why = variants::unavailable_reason(); !why.empty()) \
+      GTEST_SKIP() << "GPU test skipped: " << why;                            \
+  } while (0)
+
+Variant variant(Kind k) {
+  Variant v;
+  v.kind = k;
+  return v;
+}
+
+// Forward (O, L) and backward (dQ, dK, dV) of one variant against the fp64 reference, O and L
+// from this chapter's forward as in training. Rows that see no key: O = 0, L = -inf, dQ = 0.
+void expect_correct(const Variant& v, const AttentionShape& s, std::uint64_t seed) {
+  const fa2tc::Problem p = fa2tc::make_problem(s, seed);
+  variants::OnDevice dev(p, v);
+  const variants::Mods m = variants::reference_mods(v, dev.s, dev.host);
+  const std::string what = v.str() + ", " + dev.s.str();
+  const auto ref = ladder::attention_forward_reference(dev.s, p.Q.data(), p.K.data(), p.V.data(), m);
+  dev.forward();
+  EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
+  const ladder::Comparison L = ladder::compare_lse(dev.L_host(), ref.L);
+  EXPECT_TRUE(L.within(ladder::kLse)) << "L, " << what << ": " << L.str();
+  const auto grads = ladder::attention_backward_reference(dev.s, p.Q.data(), p.K.data(), p.V.data(), p.dO.data(), m);
+  dev.backward();
+  EXPECT_TRUE(ladder::matches(dev.dQ_host(), grads.dQ, ladder::kBf16AttentionGrad)) << "dQ, " << what;
+  EXPECT_TRUE(ladder::matches(dev.dK_host(), grads.dK, ladder::kBf16AttentionGrad)) << "dK, " << what;
+  EXPECT_TRUE(ladder::matches(dev.dV_host(), grads.dV, ladder::kBf16AttentionGrad)) << "dV, " << what;
+}
+
+// ---- CPU: bad input, before any launch ----------------------------------------------------------
+
+TEST(CpuFlex, TheBlockMaskMustMatchTheKernelsTiles) {
+  const AttentionShape s = attention_shape(1, 2, 2, 300, 300, 128, false);
+  variants::BlockMaskView v;
+  v.num = reinterpret_cast<const int*>(16);  // never read: the checks come first
+  v.B_r = 64, v.B_c = 128, v.rows = 5, v.len = 3;
+  try {
+    variants::detail::check_variant("f", s, v, variants::kForwardB_r, false);
+    FAIL() << "a 64-row block mask for the forward was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("128 x 128"), std::string::npos) << e.what();
+  }
+  v.rows = 3, v.len = 5;  // backward: per key tile (3) the query tiles (5)
+  EXPECT_NO_THROW(variants::detail::check_variant("b", s, v, variants::kBackwardB_r, true));
+  v.len = 4;
+  EXPECT_THROW(variants::detail::check_variant("b", s, v, variants::kBackwardB_r, true), std::invalid_argument);
+}
+
+TEST(CpuFlex, CausalShapesHeadDimsAndGqaHeadMasksAreRefused) {
+  variants::BlockMaskView v;
+  v.num = reinterpret_cast<const int*>(16);
+  v.B_r = 128, v.B_c = 128, v.rows = 1, v.len = 1;
+  const auto check = [&](const AttentionShape& s) { variants::detail::check_variant("f", s, v, 128, false); };
+  EXPECT_THROW(check(attention_shape(1, 1, 1, 100, 100, 128, true)), std::invalid_argument);  // causal: a mask here
+  EXPECT_THROW(check(attention_shape(1, 1, 1, 100, 100, 64, false)), std::invalid_argument);  // d = 128 only
+  EXPECT_NO_THROW(check(attention_shape(1, 1, 1, 100, 100, 128, false)));
+  v.H = 4, v.B_r = 64, v.rows = 1, v.len = 2;  // a head-dependent mask, GQA 4:2
+  EXPECT_THROW(variants::detail::check_variant("b", attention_shape(1, 4, 2, 100, 100, 128, false), v, 64, true),
+               std::invalid_argument);
+}
+
+// ---- GPU: against the fp64 reference ------------------------------------------------------------
+
+// Every built-in on a length that is not a multiple of any tile, N_q = N_kv and both ways apart
+// (rows that see no key: window, causal and ALiBi with N_q > N_kv).
+TEST(GpuFlex, EveryBuiltInMatchesTheReference) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 150 : 1000, M = ladder::small_mode() ? 70 : 300;
+  for (Kind k : {Kind::Dense, Kind::Causal, Kind::Window, Kind::PrefixLM, Kind::Softcap, Kind::Alibi, Kind::Tiles}) {
+    Variant v = variant(k);
+    v.window = 100, v.prefix = 37, v.cap = 2.0f;  // a cap the logits reach: tanh bends them
+    for (const auto& [n, n_kv] : {std::pair{N, N}, std::pair{N, M}, std::pair{M, N}})
+      expect_correct(v, attention_shape(2, 4, 2, n, n_kv, 128, false), seed);
+  }
+}
+
+// Documents: lengths 1, 17, a long one and others (one packed sequence), GQA 8:2.
+TEST(GpuFlex, DocumentsOfEveryLength) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  Variant v = variant(Kind::Documents);
+  v.doc_lengths = ladder::small_mode() ? std::vector<int>{1, 17, 130, 1, 50} : std::vector<int>{1, 17, 1000, 1, 300, 2};
+  int N = 0;
+  for (int n : v.doc_lengths) N += n;
+  expect_correct(v, attention_shape(1, 8, 2, N, N, 128, false), seed);
+}
+
+// Windows of width 1 (each query its own key alone), and wider than the sequence (causal).
+TEST(GpuFlex, WindowsFromOneKeyToWiderThanTheSequence) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 97 : 777;
+  for (int w : {0, 1, 2 * N}) {
+    Variant v = variant(Kind::Window);
+    v.window = w;
+    expect_correct(v, attention_shape(1, 2, 1, N, N, 128, false), seed);
+  }
+}
+
+// Large sequences and sparse tiles: the walk skips whole tiles (every row keeps at least one).
+TEST(GpuFlex, SparseTilesAndALongWindow) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  if (ladder::small_mode()) GTEST_SKIP() << "small mode (compute-sanitizer): the other tests cover the kernels";
+  Variant tiles = variant(Kind::Tiles);
+  tiles.tile_density = 0.1;
+  expect_correct(tiles, attention_shape(1, 4, 4, 2000, 2000, 128, false), seed);
+  Variant window = variant(Kind::Window);
+  window.window = 1024;
+  expect_correct(window, attention_shape(1, 2, 1, 4096, 4096, 128, false), seed);
+}
+
+}  // namespace
