@@ -12,12 +12,15 @@
 namespace variants {
 
 namespace {
-// The rows of the forward's lists (query tiles of every head the mask has), most tiles first.
+// The rows of the forward's lists, head by head (each of the mask's B H heads), and within a
+// head most tiles first.
 std::vector<int> heaviest_first(const BlockMask& m) {
   std::vector<int> rows(m.kv_num_blocks.size());
   std::iota(rows.begin(), rows.end(), 0);
   const auto tiles = [&](int r) { return m.kv_num_blocks[r] + m.full_kv_num_blocks[r]; };
-  std::stable_sort(rows.begin(), rows.end(), [&](int a, int b) { return tiles(a) > tiles(b); });
+  for (std::size_t head = 0; head < rows.size(); head += m.T_r)
+    std::stable_sort(rows.begin() + head, rows.begin() + head + m.T_r,
+                     [&](int a, int b) { return tiles(a) > tiles(b); });
   return rows;
 }
 }  // namespace

@@ -49,9 +49,10 @@ struct Listed {
 template <class Mask, class Score>
 struct FlexForward {
   static constexpr bool kScoreMod = !std::is_same_v<Score, NoScoreMod>;
-  // One CTA per SM walks the row tiles, heaviest first (bm.order: rows by visited tiles,
-  // descending): a CTA's next row tile loads while it finishes the last, and the round-robin
-  // over a sorted list hands every CTA about the same work.
+  // One CTA per SM walks the row tiles (chapter 12's persistent step): a CTA's next row tile
+  // loads while it finishes the last, which pays off when rows visit few tiles. The order
+  // (row_tile) is heaviest first within each head, so the round-robin over the grid hands
+  // every CTA about the same work.
   static constexpr bool kPersistent = true;
   Mask mask;
   Score mod;
@@ -92,11 +93,12 @@ struct FlexForward {
     }
   }
   __device__ bool last_first(const fa3::detail::Params&) const { return true; }
-  // A block mask shared by every head: each of its rows once per head, consecutively.
+  // Head by head (the CTAs at work share a head's K and V in L2, as chapter 12's), and within a
+  // head its row tiles heaviest first. A block mask shared by every head has one order for all.
   __device__ fa3::detail::RowTile row_tile(int t, const fa3::detail::Params& p) const {
-    if (bm.B == 1 && bm.H == 1) return {bm.order[t / p.heads], t % p.heads};
-    const int r = bm.order[t];  // a list per head: its rows are head * T_r + i
-    return {r % p.T_r, r / p.T_r};
+    const int head = t / p.T_r;
+    if (bm.B == 1 && bm.H == 1) return {bm.order[t % p.T_r], head};
+    return {bm.order[t] % p.T_r, head};  // a list per head: its rows are head T_r + i, each head's sorted apart
   }
 };
 

@@ -194,11 +194,11 @@ int main(int argc, char** argv) {
       const variants::ModsData h(v, ss);
       const double visited = variants::block_mask(v, ss, h, variants::kForwardB_r).density();
       const Timed t = time_variant(ss, v, seed, repeats);
+      row(v.str() + " " + ss.str(), t, ss.d);
       std::snprintf(line, sizeof line,
-                    "    %.0f%% of tiles visited: time / dense fwd %.3f (%.2fx the fraction), bwd %.3f (%.2fx)\n",
+                    "    %.1f%% of tiles visited: time / dense, fwd %.3f (%.2fx the fraction), bwd %.3f (%.2fx)\n",
                     100 * visited, t.fwd_ms / full.fwd_ms, t.fwd_ms / full.fwd_ms / visited, t.bwd_ms / full.bwd_ms,
                     t.bwd_ms / full.bwd_ms / visited);
-      row(v.str() + " " + ss.str(), t, ss.d);
       report.out() << line;
     }
     return report.summary(summary);

@@ -385,6 +385,9 @@ class Anchors:
     def flex(self):
         torch = self.torch
         from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        # The backward is timed again and again on one forward's graph (retain_graph), which
+        # compiled backwards with donated buffers refuse.
+        torch._functorch.config.donated_buffer = False
         compiled = torch.compile(flex_attention)
         for name, B, H, N, d in FLEX:
             if name == "window":
