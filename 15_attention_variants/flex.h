@@ -33,7 +33,8 @@ inline constexpr int kForwardB_r = 128, kBackwardB_r = 64, kB_c = 128;
 // B, H: 1 where the mask does not depend on them (one list serves every batch or head).
 struct BlockMaskView {
   const int *num = nullptr, *idx = nullptr, *full_num = nullptr, *full_idx = nullptr;
-  const int* order = nullptr;           // the rows, most tiles first (the forward's persistent walk)
+  const int* order = nullptr;           // the forward's persistent walk: the rows, most tiles first (flex.cpp)
+  bool across_heads = false;            // ... sorted across all heads (true) or within each head
   int B = 1, H = 1, rows = 0, len = 0;  // rows per head; idx rows hold `len` entries
   int B_r = 0, B_c = 0;                 // the tiles the mask was built with
 };
@@ -48,6 +49,7 @@ class DeviceBlockMask {
 
  private:
   BlockMask shape_;  // its extents only (the lists live on the device)
+  bool across_heads_ = false;
   ladder::DeviceBuffer<int> kv_num_, kv_idx_, full_kv_num_, full_kv_idx_, kv_order_;
   ladder::DeviceBuffer<int> q_num_, q_idx_, full_q_num_, full_q_idx_;
 };

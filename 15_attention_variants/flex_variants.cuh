@@ -93,12 +93,15 @@ struct FlexForward {
     }
   }
   __device__ bool last_first(const fa3::detail::Params&) const { return true; }
-  // Head by head (the CTAs at work share a head's K and V in L2, as chapter 12's), and within a
-  // head its row tiles heaviest first. A block mask shared by every head has one order for all.
+  // The t-th row tile of the walk, in the block mask's order (flex.cpp): head by head, each
+  // head's rows heaviest first; or across heads, heaviest first. A block mask shared by every
+  // head (B = H = 1) has one list of rows, taken once per head.
   __device__ fa3::detail::RowTile row_tile(int t, const fa3::detail::Params& p) const {
-    const int head = t / p.T_r;
-    if (bm.B == 1 && bm.H == 1) return {bm.order[t % p.T_r], head};
-    return {bm.order[t] % p.T_r, head};  // a list per head: its rows are head T_r + i, each head's sorted apart
+    if (bm.B == 1 && bm.H == 1)
+      return bm.across_heads ? fa3::detail::RowTile{bm.order[t / p.heads], t % p.heads}
+                             : fa3::detail::RowTile{bm.order[t % p.T_r], t / p.T_r};
+    const int r = bm.order[t];  // a list per head: row r is head r / T_r's row tile r % T_r
+    return {r % p.T_r, r / p.T_r};
   }
 };
 
