@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
       ladder::AttentionShape sc = s;
       sc.causal = causal;
       OnDevice dev(sc, ladder::random_attention_inputs(sc, seed + 10, true));
+      dev.poison = false;
       const ladder::Work fwd_work = ladder::attention_fwd_work(sc);
       const ladder::Work bwd_work = ladder::attention_bwd_work(sc);
       const double fwd_ms = ladder::time_gpu([&] { dev.forward(); }, opt).median_ms;

@@ -38,13 +38,12 @@ OnDevice::OnDevice(const Problem& p)
       workspace(backward_workspace_floats(s, DqPath::Atomic)) {}
 
 void OnDevice::forward(const ForwardOptions& opt) {
-  O.poison();
-  L.poison();
+  if (poison) O.poison(), L.poison();
   fa2tc::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), opt);
 }
 
 void OnDevice::backward(const BackwardOptions& opt) {
-  dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
+  if (poison) dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
   fa2tc::backward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(),
                   workspace.data(), opt);
 }

@@ -188,6 +188,7 @@ int main(int argc, char** argv) {
     double cudnn_fwd_ms = 0, cudnn_bwd_ms = 0;  // 0: not timed
     {
       fa2tc::OnDevice dev(fa2tc::make_problem(s, seed + 10));
+      dev.poison = false;
       fwd_ms = ladder::time_gpu([&] { dev.forward(fwd_opt); }, opt).median_ms;
       fa2tc::ForwardOptions fa1 = fwd_opt;
       fa1.norm = fa2tc::Normalisation::FA1;

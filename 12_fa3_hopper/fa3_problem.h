@@ -45,6 +45,9 @@ struct OnDevice {
   ladder::AttentionShape s;
   ladder::DeviceBuffer<bf16> Q, K, V, O;
   ladder::DeviceBuffer<float> L;
+  // Outputs are poisoned before every run, so that an element a kernel skips cannot pass a
+  // check. Timed runs turn it off: a memset inside the timed region would be timed with the kernel.
+  bool poison = true;
   explicit OnDevice(const Problem& p);
   void forward(const ForwardOptions& opt = {});
   void forward_fa2();  // chapter 10's kernel on the same inputs
@@ -66,6 +69,7 @@ struct Fp8Problem {
   void forward();
   std::vector<float> O_host() const;
   std::vector<float> L_host() const { return L.download(); }
+  bool poison = true;  // as OnDevice's
 };
 Fp8Problem quantize_on_host(const Problem& p, bool per_block);
 

@@ -146,6 +146,7 @@ int main(int argc, char** argv) {
     double best_ms = 0, fp8_ms = 0, cudnn_ms = 0;  // cudnn_ms 0: not timed
     {
       fa3::OnDevice dev(fa3::make_problem(s, seed + 10));
+      dev.poison = false;
       row("chapter 10 (FA2, mma.sync)", ladder::time_gpu([&] { dev.forward_fa2(); }, opt).median_ms);
       for (fa3::Step step : fa3::kAllSteps) {
         const double ms = ladder::time_gpu([&] { dev.forward({step}); }, opt).median_ms;
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
       }
       if (s.d == 128) {
         fa3::Fp8Problem q = fa3::quantize_on_host(fa3::make_problem(s, seed + 11), true);
+        q.poison = false;
         fp8_ms = ladder::time_gpu([&] { q.forward(); }, opt).median_ms;
         row("fp8 (e4m3, per-block scales)", fp8_ms);
       }

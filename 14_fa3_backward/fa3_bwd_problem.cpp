@@ -21,19 +21,18 @@ OnDevice::OnDevice(const Problem& p)
       workspace10(fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic)) {}
 
 void OnDevice::forward() {
-  O.poison();
-  L.poison();
+  if (poison) O.poison(), L.poison();
   fa3::forward(s, Q.data(), K.data(), V.data(), O.data(), L.data());
 }
 
 void OnDevice::backward(const BackwardOptions& opt) {
-  dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
+  if (poison) dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
   fa3bwd::backward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(),
                    workspace.data(), opt);
 }
 
 void OnDevice::backward_fa2() {
-  dQ.poison(), dK.poison(), dV.poison();
+  if (poison) dQ.poison(), dK.poison(), dV.poison();
   fa2tc::backward(s, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(), dK.data(), dV.data(),
                   workspace10.data());
 }

@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
     double best_ms = 0, cudnn_ms = 0;  // cudnn_ms 0: not timed
     {
       fa3bwd::OnDevice dev(fa3bwd::make_problem(s, seed + 10));
+      dev.poison = false;
       dev.forward();
       row("chapter 10 (FA2 backward, mma.sync)", ladder::time_gpu([&] { dev.backward_fa2(); }, opt).median_ms,
           bwd_work);

@@ -99,14 +99,14 @@ OnDevice::OnDevice(const fa2tc::Problem& p, const Variant& variant)
       workspace(fa3bwd::backward_workspace_floats(s)) {}
 
 void OnDevice::forward() {
-  O.poison(), L.poison();
+  if (poison) O.poison(), L.poison();
   with_mods(v, s, dev.doc.data(), dev.slopes.data(), dev.tiles.data(), host.T_k, [&](auto mask, auto score) {
     variants::forward(s, mask, score, fwd_mask, Q.data(), K.data(), V.data(), O.data(), L.data());
   });
 }
 
 void OnDevice::backward() {
-  dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
+  if (poison) dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
   with_mods(v, s, dev.doc.data(), dev.slopes.data(), dev.tiles.data(), host.T_k, [&](auto mask, auto score) {
     variants::backward(s, mask, score, bwd_mask, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(),
                        dK.data(), dV.data(), workspace.data());

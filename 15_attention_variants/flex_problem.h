@@ -56,7 +56,8 @@ decltype(auto) with_mods(const Variant& v, const ladder::AttentionShape& s, cons
     case Kind::Dense: return f(NoMask{}, NoScoreMod{});
     case Kind::Causal: return f(Causal{offset}, NoScoreMod{});
     case Kind::Window: return f(SlidingWindow{v.window, 0, offset}, NoScoreMod{});
-    case Kind::Documents: return f(CausalDocument{Document{doc, doc, 0, 0}, Causal{offset}}, NoScoreMod{});
+    case Kind::Documents:  // row strides 0: every batch packs the same documents
+      return f(CausalDocument{Document{doc, doc, 0, 0}, Causal{offset}}, NoScoreMod{});
     case Kind::PrefixLM: return f(PrefixLM{v.prefix}, NoScoreMod{});
     case Kind::Softcap: return f(Causal{offset}, Softcap{v.cap});
     case Kind::Alibi: return f(Causal{offset}, Alibi{slopes, offset});
@@ -83,6 +84,9 @@ struct OnDevice {
   double pairs;  // visible (query, key) pairs per batch and head, summed over B and H
   ladder::DeviceBuffer<bf16> Q, K, V, dO, O, dQ, dK, dV;
   ladder::DeviceBuffer<float> L, workspace;
+  // Outputs are poisoned before every run, so that an element a kernel skips cannot pass a
+  // check. Timed runs turn it off: a memset inside the timed region would be timed with the kernel.
+  bool poison = true;
   OnDevice(const fa2tc::Problem& p, const Variant& v);
   void forward();
   void backward();

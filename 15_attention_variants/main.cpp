@@ -43,6 +43,7 @@ struct Timed {
 
 Timed time_variant(const ladder::AttentionShape& s, const Variant& v, std::uint64_t seed, int repeats) {
   variants::OnDevice dev(fa2tc::make_problem(s, seed), v);
+  dev.poison = false;
   const ladder::TimingOptions opt{repeats};
   dev.forward();
   const double fwd = ladder::time_gpu([&] { dev.forward(); }, opt).median_ms;
@@ -54,6 +55,7 @@ Timed time_variant(const ladder::AttentionShape& s, const Variant& v, std::uint6
 Timed time_builtin_causal(ladder::AttentionShape s, std::uint64_t seed, int repeats) {
   s.causal = true;
   fa3bwd::OnDevice dev(fa3bwd::make_problem(s, seed));
+  dev.poison = false;
   const ladder::TimingOptions opt{repeats};
   dev.forward();
   const double fwd = ladder::time_gpu([&] { dev.forward(); }, opt).median_ms;
