@@ -1,5 +1,5 @@
 // The host side of chapter 12: every check before any launch. The kernels, their tensor
-// maps and their launch are in fa3_forward.cu (sm_90a); the tile policy in fa3_config.h.
+// maps and their launch are in fa3_forward.cuh (sm_90a); the tile policy in fa3_config.h.
 #include <climits>
 #include <cstdint>
 #include <stdexcept>

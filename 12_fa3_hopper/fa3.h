@@ -1,5 +1,5 @@
 // Chapter 12: FlashAttention-3 on Hopper (Shah et al. 2024), forward only: bf16 and FP8
-// (e4m3). Declared here, defined in fa3_forward.cu (the sm_90a kernels) and fa3.cpp
+// (e4m3). Declared here, defined in fa3_forward.cuh (the sm_90a kernels) and fa3.cpp
 // (checks before any launch). No CUDA syntax: the executable, the tests and the benchmark
 // include it from .cpp files.
 //

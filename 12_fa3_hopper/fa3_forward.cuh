@@ -95,11 +95,12 @@ struct Smem {
   }
 };
 
-// ---- the variant: which key tiles a row tile visits, and what its score tile is -----------
-// The kernel asks a variant V two things (FA3's "Mask"): the key tiles row tile Q_i visits, in
+// ---- the attention variant: which key tiles a row tile visits, what its score tile is -----
+// The kernel asks an attention variant V (not to be confused with the compiled configurations,
+// fa3_config.h's Cfg) two things (FA3's "Mask"): the key tiles row tile Q_i visits, in
 // order, and which of them need a mask (V::Keys: T_c visits, step it reads key tile j(it),
 // masked(it)); and what to do to a tile of scores before the online softmax (score_tile).
-// Chapter 12's own variant is dense or causal attention; chapter 15 passes masks and score
+// Chapter 12's own attention variant is dense or causal attention; chapter 15 passes masks and score
 // modifiers as code and a block mask's lists.
 //
 // CausalOrDense: every key tile up to the row tile's last visible key, the last first (with
@@ -507,7 +508,7 @@ void launch_kernel(const CUtensorMap& tmQ, const CUtensorMap& tmK, const CUtenso
   CUDA_CHECK_LAUNCH();
 }
 
-// The tensor maps of a variant: 3D (column, row, head) views in its boxes (tc_hopper.h).
+// The tensor maps of a configuration: 3D (column, row, head) views in its boxes (tc_hopper.h).
 template <class C>
 inline tc::TensorMapKey map_key(const void* X, std::uint64_t cols, std::uint64_t rows, std::uint64_t heads,
                                 std::uint32_t box_cols, std::uint32_t box_rows) {
@@ -529,7 +530,8 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   const CUtensorMap tmV =
       C::kFp8 ? tc::tensor_map(map_key<C>(x.V, fp8_kv_pad(s.nkv()), d, s.kv_heads(), C::B_c, C::d))  // Vt8
               : tc::tensor_map(map_key<C>(x.V, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
-  if constexpr (C::kPersistent && V::kPersistent) {  // (a variant's causal masks are its own: p.causal is false)
+  if constexpr (C::kPersistent &&
+                V::kPersistent) {  // (an attention variant's causal masks are its own: p.causal is false)
     if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, p, var, stream);
   }
   launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, p, var, stream);

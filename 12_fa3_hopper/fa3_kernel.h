@@ -1,4 +1,4 @@
-// Between fa3.cpp (the checks) and fa3_forward.cu (the sm_90a kernels): what a launch is
+// Between fa3.cpp (the checks) and fa3_forward.cuh (the sm_90a kernels): what a launch is
 // given, and the shared memory and threads of each variant. Internal to the chapter; no
 // CUDA device syntax.
 #pragma once

@@ -97,7 +97,7 @@ Fp8Dequantised dequantize_fp8_host(const Fp8HostTensors& t);
 // ---- The forward on sampled rows -------------------------------------------------------------
 struct Fp8ModelOptions {
   int B_c = kFp8KeysPerKScale;  // keys per step of the online softmax (the kernel's K_j tile)
-  // Visit K_j from the last tile to the first, as fa3_forward.cu does (the causal tiles that
+  // Visit K_j from the last tile to the first, as fa3_forward.cuh does (the causal tiles that
   // need a mask come first). The order decides which running max each P~ is rounded against.
   bool reverse_tiles = true;
   // P~ = exp2(S - m + p_offset_log2) is what gets rounded: 0 is the contract (P~ in [0, 1],

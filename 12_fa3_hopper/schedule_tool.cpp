@@ -1,5 +1,5 @@
 // The steps of FA3's schedule as modelled timelines (CSV), for scripts/figures/fa3_schedule.py.
-// CPU only. The programs below follow fa3_forward.cu's produce() and Consumer::consume_tile()
+// CPU only. The programs below follow fa3_forward.cuh's produce() and Consumer::consume_tile()
 // instruction by instruction for one row tile: the producer's copies and its waits on the
 // "empty" barriers, each consumer warpgroup's waits on the "full" barriers, its turns (named
 // barriers), its wgmma groups and their waits, its softmax and its releases. What each step

@@ -1,6 +1,6 @@
 // The host side of chapter 14: every check before any launch, then the three launches of one
 // backward (pre-processing, the main kernel, post-processing) in one stream. The kernels are in
-// fa3_bwd_prepost.cu and fa3_bwd_kernel.cu (sm_90a); the tile policy in fa3_bwd_config.h.
+// fa3_bwd_prepost.cu and fa3_bwd_kernel.cuh (sm_90a); the tile policy in fa3_bwd_config.h.
 #include <climits>
 #include <cstdint>
 #include <stdexcept>

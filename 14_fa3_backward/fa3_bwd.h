@@ -1,7 +1,7 @@
 // Chapter 14: FlashAttention-3's backward on Hopper (Shah et al. 2024, section 3 and appendix
 // B): chapter 10's backward moved onto TMA, wgmma and warp specialisation. Declared here,
 // defined in fa3_bwd.cpp (checks, the three launches), fa3_bwd_prepost.cu (the pre- and
-// post-processing kernels) and fa3_bwd_kernel.cu (the sm_90a main kernel). No CUDA syntax.
+// post-processing kernels) and fa3_bwd_kernel.cuh (the sm_90a main kernel). No CUDA syntax.
 //
 // Layouts and conventions are chapter 10's (fa2_tc.h), so a caller can switch:
 //   Q, O, dO, dQ [B, H, N, d] bf16;  K, V, dK, dV [B, H_kv, N_kv, d] bf16;  L [B, H, N] fp32

@@ -94,8 +94,8 @@ struct Smem {
   }
 };
 
-// ---- the variant: which query tiles a CTA visits, and what its score tile is ---------------------
-// The kernel asks a variant V (FA3's "Mask", as chapter 12's forward does) for the query tiles
+// ---- the attention variant: which query tiles a CTA visits, what its score tile is --------------
+// The kernel asks an attention variant V (FA3's "Mask", as chapter 12's forward does) for the query tiles
 // the CTA of key tile K_j visits (V::Queries: `steps` in all over the group's query heads; step
 // n is query tile i(n) of the group's query head head(n); masked(n) says whether it needs the
 // mask) and whether a (query, key) element is visible. A variant with a score modifier

@@ -101,7 +101,7 @@ TEST(CpuFa3Bwd, TheCtasOfAQueryTileAreAPrefixOfTheKeyTiles) {
       }
 }
 
-// Why the writer adds from the last key tile down (fa3_bwd_kernel.cu, write_dq), in the model of
+// Why the writer adds from the last key tile down (fa3_bwd_kernel.cuh, write_dq), in the model of
 // the main shape's grid on 132 SMs: causal, going up the key tiles holds every CTA until the ones
 // below it are done, so the short CTAs no longer make room for the next heads; going down costs
 // little over no order at all. And why that order needs every key tile of a head resident at
