@@ -1,9 +1,15 @@
-// Prints the block masks of the built-in masks (block_mask.h) as CSV, for
-// scripts/figures/block_masks.py: one head of N = 2048 queries and keys, tiles of 64 x 128.
+// Prints block masks (block_mask.h) as CSV, on the CPU:
+//   (no argument)   the built-in masks of one head of N = 2048 queries and keys, tiles of 64 x 128,
+//                   for scripts/figures/block_masks.py
+//   --tile-sets     the benchmark's random tile sets (cases.h): the fraction of tiles each kernel
+//                   visits, forward (128-row tiles) and backward (64-row), for plot_sparsity.py
 #include <cstdio>
+#include <cstring>
 #include <vector>
 
 #include "block_mask.h"
+#include "cases.h"
+#include "flex_problem.h"
 #include "mods.h"
 
 namespace {
@@ -13,9 +19,26 @@ void print(const char* name, const Mask& mask, int N) {
   for (int i = 0; i < m.T_r; ++i)
     for (int j = 0; j < m.T_c; ++j) std::printf("%s,%d,%d,%d,%.4f\n", name, i, j, int(m.kind(0, 0, i, j)), m.density());
 }
+
+void tile_sets() {
+  const ladder::AttentionShape s = variants::cases::sparse_shape();
+  std::printf("density,fwd_visited,bwd_visited\n");
+  for (double density : variants::cases::kDensities) {
+    variants::Variant v;
+    v.kind = variants::Kind::Tiles, v.tile_density = density;
+    const variants::ModsData h(v, s);
+    std::printf("%.2f,%.4f,%.4f\n", density, variants::block_mask(v, s, h, variants::kForwardB_r).density(),
+                variants::block_mask(v, s, h, variants::kBackwardB_r).density());
+  }
+}
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--tile-sets") == 0) return tile_sets(), 0;
+  if (argc > 1) {
+    std::fprintf(stderr, "usage: %s [--tile-sets]\n", argv[0]);
+    return 2;
+  }
   const int N = 2048;
   std::vector<int> doc(N);
   const int ends[] = {300, 700, 1500, 1600, N};  // five documents of different lengths

@@ -114,6 +114,8 @@ def flex_section(rows, anchors):
 HOOKS = {
     "08_spilling_study": lambda run, d: [ROOT / "08_spilling_study" / "plot_heatmap.py",
                                          run / "bench" / "08_spilling_study.json", run / "ncu" / "spill_table.csv", d],
+    "15_attention_variants": lambda run, d: [ROOT / "15_attention_variants" / "plot_sparsity.py",
+                                             run / "bench" / "15_attention_variants.json", d],
 }
 
 
