@@ -12,7 +12,7 @@
 
 namespace variants {
 
-namespace {
+namespace detail {
 // The order of the forward's persistent walk. Rows that visit about as many tiles as each other
 // go head by head, each head's heaviest first: the CTAs at work then share one head's K and V in
 // L2 (dense, windows, random tiles: measured faster this way). Rows whose work varies widely
@@ -40,7 +40,7 @@ std::vector<int> heaviest_first(const BlockMask& m, bool across_heads) {
     std::stable_sort(rows.begin() + first, rows.begin() + first + group, heavier);
   return rows;
 }
-}  // namespace
+}  // namespace detail
 
 DeviceBlockMask::DeviceBlockMask(const BlockMask& m)
     : N(m.N),
@@ -49,14 +49,14 @@ DeviceBlockMask::DeviceBlockMask(const BlockMask& m)
       kv_idx_(m.kv_indices),
       full_kv_num_(m.full_kv_num_blocks),
       full_kv_idx_(m.full_kv_indices),
-      kv_order_(heaviest_first(m, sort_across_heads(m))),
+      kv_order_(detail::heaviest_first(m, detail::sort_across_heads(m))),
       q_num_(m.q_num_blocks),
       q_idx_(m.q_indices),
       full_q_num_(m.full_q_num_blocks),
       full_q_idx_(m.full_q_indices) {
   shape_.B = m.B, shape_.H = m.H, shape_.N = m.N, shape_.N_kv = m.N_kv;
   shape_.B_r = m.B_r, shape_.B_c = m.B_c, shape_.T_r = m.T_r, shape_.T_c = m.T_c;
-  across_heads_ = sort_across_heads(m);
+  across_heads_ = detail::sort_across_heads(m);
 }
 
 BlockMaskView DeviceBlockMask::kv() const {

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <string>
+#include <vector>
 
 #include "attention_shape.h"
 #include "bf16.h"
@@ -101,6 +102,10 @@ namespace detail {
 void check_variant(const std::string& who, const ladder::AttentionShape& s, const BlockMaskView& v, int B_r,
                    bool backward);
 const void* sm90a_kernel();  // one of the kernels, for tc::sm90a_unavailable_reason
+// The forward's persistent walk (flex.cpp): whether to sort the rows across heads, and the rows
+// of the kv lists in the walk's order (every row once; heaviest first within each group).
+bool sort_across_heads(const BlockMask& m);
+std::vector<int> heaviest_first(const BlockMask& m, bool across_heads);
 }  // namespace detail
 
 }  // namespace variants

@@ -2,14 +2,17 @@
 // rounded to bf16, as the GPU sees them), and the checks they make before any launch.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "block_mask.h"
 #include "compare.h"
 #include "flex.h"
 #include "flex_problem.h"
 #include "gtest_helpers.h"
+#include "mods.h"
 #include "reference_attention.h"
 
 namespace {
@@ -81,6 +84,36 @@ TEST(CpuFlex, CausalShapesHeadDimsAndGqaHeadMasksAreRefused) {
   v.H = 4, v.B_r = 64, v.rows = 1, v.len = 2;  // a head-dependent mask, GQA 4:2
   EXPECT_THROW(variants::detail::check_variant("b", attention_shape(1, 4, 2, 100, 100, 128, false), v, 64, true),
                std::invalid_argument);
+}
+
+// The forward's walk visits every row of every head once, heaviest first within each group: across
+// all heads where the rows' work varies widely (causal, documents), head by head where it does not.
+TEST(CpuFlex, TheWalkOrderIsAPermutationHeaviestFirst) {
+  std::vector<int> doc(4096);
+  for (int t = 0; t < 4096; ++t) doc[t] = t < 1000 ? 0 : t < 1100 ? 1 : 2;
+  const std::vector<std::pair<variants::BlockMask, bool>> cases = {
+      {variants::make_block_mask(variants::Causal{0}, 1, 1, 4096, 4096, 128, 128), true},
+      {variants::make_block_mask(variants::SlidingWindow{1024, 0, 0}, 1, 1, 8192, 8192, 128, 128), false},
+      {variants::make_block_mask(
+           variants::CausalDocument{variants::Document{doc.data(), doc.data(), 0, 0}, variants::Causal{0}}, 1, 1, 4096,
+           4096, 128, 128),
+       true},
+      {variants::make_block_mask(variants::NoMask{}, 2, 3, 300, 300, 128, 128), false}};
+  for (const auto& [m, across] : cases) {
+    EXPECT_EQ(variants::detail::sort_across_heads(m), across) << "T_r " << m.T_r;
+    const std::vector<int> order = variants::detail::heaviest_first(m, across);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int r = 0; r < int(sorted.size()); ++r) ASSERT_EQ(sorted[r], r) << "not a permutation";
+    const std::size_t group = across ? order.size() : std::size_t(m.T_r);
+    const auto tiles = [&](int r) { return m.kv_num_blocks[r] + m.full_kv_num_blocks[r]; };
+    for (std::size_t k = 1; k < order.size(); ++k) {
+      if (k % group != 0) EXPECT_GE(tiles(order[k - 1]), tiles(order[k])) << "position " << k;
+    }
+    if (!across) {
+      for (std::size_t k = 0; k < order.size(); ++k) EXPECT_EQ(order[k] / m.T_r, int(k / m.T_r)) << "left its head";
+    }
+  }
 }
 
 // ---- GPU: against the fp64 reference ------------------------------------------------------------
