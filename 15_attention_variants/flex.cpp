@@ -15,10 +15,10 @@ namespace variants {
 namespace detail {
 // The order of the forward's persistent walk. Rows that visit about as many tiles as each other
 // go head by head, each head's heaviest first: the CTAs at work then share one head's K and V in
-// L2 (dense, windows, random tiles: measured faster this way). Rows whose work varies widely
-// (causal masks, documents: a coefficient of variation of the tile counts above 0.4) are sorted
-// across all heads, heaviest first, which balances the CTAs' round-robin shares better than
-// L2 sharing helps (measured on the documents: ~25% faster).
+// L2 (dense attention and random tiles measured faster so, windows about the same). Rows whose
+// work varies widely (causal masks, documents: a coefficient of variation of the tile counts above
+// 0.4) are sorted across all heads, heaviest first, which balances the CTAs' round-robin shares
+// better than L2 sharing helps (the documents measured clearly faster so).
 bool sort_across_heads(const BlockMask& m) {
   double sum = 0, squares = 0;
   const double rows = double(m.kv_num_blocks.size());
