@@ -104,6 +104,9 @@ struct Fp8ModelOptions {
   // so P~ < 2^-10 rounds to 0); 8 puts P~ in [0, 256] and keeps 8 more binades of the tail.
   int p_offset_log2 = 0;
   bool round_p = true;  // false: P~ stays fp64 (isolates the error of the quantised inputs)
+  // Of every 8 consecutive keys, how many take their exponential from soft_exp2.h's exp2_poly
+  // (fp32, on the FMA pipes) instead of an exact one: 0 is today's kernel, 8 all of them.
+  int poly_eighths = 0;
 };
 
 // `count` query rows spread evenly over [0, N), the first and the last included (all rows

@@ -3,6 +3,7 @@
 // against the host model, byte for byte (Gpu*).
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,6 +23,7 @@
 #include "fp8_quant.h"
 #include "gtest_helpers.h"
 #include "reference_attention.h"
+#include "soft_exp2.h"
 
 namespace {
 
@@ -326,6 +328,43 @@ TEST(CpuFp8Model, QuantisedErrorWithinTheBound) {
             << "the tile order does not show above kFp8VsModel";
       }
   }
+}
+
+// soft_exp2.h's exp2 on the FMA pipes: within its relative-error bound over the range the
+// softmax uses, exact at the integers, monotone (no step where the cubic meets the next binade),
+// and 0 for a masked score.
+TEST(CpuFp8SoftExp2, WithinItsBoundExactAtIntegersMonotone) {
+  double worst = 0;
+  float last = 0.0f;
+  for (int k = -126 * 4096; k <= 0; ++k) {
+    const float x = float(k) / 4096.0f, y = fa3::exp2_poly(x);
+    worst = std::max(worst, std::abs(double(y) / std::exp2(double(x)) - 1.0));
+    EXPECT_GE(y, last) << "x = " << x;
+    last = y;
+    if (k % 4096 == 0) {
+      EXPECT_EQ(y, std::ldexp(1.0f, k / 4096)) << "x = " << x;
+    }
+  }
+  EXPECT_LT(worst, 1.04e-4);
+  EXPECT_GT(worst, 5e-5) << "better than a cubic can be: is the polynomial used at all?";
+  EXPECT_EQ(fa3::exp2_poly(-INFINITY), 0.0f);
+}
+
+// Its share of the FP8 model's error: every exponential by the polynomial moves the error of O by
+// a small fraction of itself (P~ is rounded to e4m3, 2^-4, right after).
+TEST(CpuFp8SoftExp2, DoesNotMoveTheFp8Error) {
+  LADDER_TEST_SEED(seed);
+  const AttentionShape s = attention_shape(1, 2, 1, 257, 700, 128, false);
+  const Inputs x = bf16_inputs(s, seed);
+  const auto rows = fa3::sample_rows(s.N, 64);
+  const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
+  const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), {fa3::Fp8Scaling::PerBlock, false});
+  fa3::Fp8ModelOptions poly;
+  poly.poly_eighths = 8;
+  const double exact = fa3::rel_l2(fa3::fp8_forward_model(t, rows).O, ref.O);
+  const double all_poly = fa3::rel_l2(fa3::fp8_forward_model(t, rows, poly).O, ref.O);
+  EXPECT_NEAR(all_poly, exact, 0.02 * exact)
+      << "exact exponentials " << exact << ", all by the polynomial " << all_poly;
 }
 
 TEST(CpuFp8Quant, BadInputIsRejectedBeforeAnyLaunch) {
