@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -163,6 +164,48 @@ TEST(CpuVariants, VarlenIsEachSequenceOnItsOwn) {
   }
   for (int t = v.cu_k[2]; t < v.cu_k[3]; ++t)  // sequence 2: keys, no query
     for (int c = 0; c < v.H_kv * v.d; ++c) EXPECT_EQ(g.dK[std::size_t(t) * v.H_kv * v.d + c], 0.0);
+}
+
+// What the kernels compute for packed documents is flash-attention's varlen batch: the sequences
+// {1, 17, 4093, 0} (equal query and key lengths, causal each), packed token-major ([total, H, d],
+// cu_seqlens) for the varlen reference, and head-major ([1, H, total, d]) as one sequence with the
+// CausalDocument mask for the kernels' layout, give the same O and L, row for row.
+TEST(CpuVariants, PackedDocumentsAreTheVarlenBatch) {
+  const std::vector<int> lengths = {1, 17, 4093, 0};
+  const variants::Varlen v = variants::make_varlen(lengths, lengths, 2, 1, 16);
+  const int T = v.total_q();
+  const std::vector<float> Q = ladder::random_uniform(std::size_t(T) * v.H * v.d, 11),
+                           K = ladder::random_uniform(std::size_t(T) * v.H_kv * v.d, 12),
+                           V = ladder::random_uniform(std::size_t(T) * v.H_kv * v.d, 13);
+  Mods per_sequence;
+  per_sequence.mask = [](int, int, int q, int k) { return k <= q; };
+  const auto varlen = variants::varlen_forward_reference(v, Q.data(), K.data(), V.data(), per_sequence);
+
+  auto head_major = [&](const std::vector<float>& X, int heads) {  // [total, heads, d] -> [heads, total, d]
+    std::vector<float> out(X.size());
+    for (int t = 0; t < T; ++t)
+      for (int h = 0; h < heads; ++h)
+        for (int c = 0; c < v.d; ++c)
+          out[(std::size_t(h) * T + t) * v.d + c] = X[(std::size_t(t) * heads + h) * v.d + c];
+    return out;
+  };
+  std::vector<int> doc;
+  for (int b = 0; b < v.batch(); ++b) doc.insert(doc.end(), v.len_q(b), b);
+  const AttentionShape s = attention_shape(1, v.H, v.H_kv, T, T, v.d, false);
+  const auto q = head_major(Q, v.H), k = head_major(K, v.H_kv), val = head_major(V, v.H_kv);
+  const auto packed = ladder::attention_forward_reference(
+      s, q.data(), k.data(), val.data(),
+      variants::mods(variants::CausalDocument{variants::Document{doc.data(), doc.data(), 0, 0}, variants::Causal{0}},
+                     variants::NoScoreMod{}));
+  double worst = 0;
+  for (int h = 0; h < v.H; ++h)
+    for (int t = 0; t < T; ++t) {
+      EXPECT_NEAR(packed.L[std::size_t(h) * T + t], varlen.L[std::size_t(h) * T + t], 1e-12);
+      for (int c = 0; c < v.d; ++c)
+        worst = std::max(worst, std::abs(packed.O[(std::size_t(h) * T + t) * v.d + c] -
+                                         varlen.O[(std::size_t(t) * v.H + h) * v.d + c]));
+    }
+  EXPECT_LT(worst, 1e-12);
 }
 
 TEST(CpuVariants, VarlenRefusesBadLengths) {
