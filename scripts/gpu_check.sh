@@ -12,6 +12,8 @@
 #   bench      every chapter benchmark -> OUTDIR/bench/<chapter>.json (Google Benchmark JSON); each
 #              benchmark is one ladder::time_gpu call (common/timing.h), as the executables' lines are
 #   ladder     the README's "run the ladder" command
+#   model      chapter 16's GPT trained and sampled with the ladder's operators and with SDPA
+#              (16_attention_in_a_model/run_model.sh; needs .deps/shakespeare) -> OUTDIR/model/
 #   ncu        the DRAM-traffic and local-memory studies (ncu --clock-control none) -> OUTDIR/ncu/
 #   anchors    PyTorch anchors at the benchmarks' shapes, timed the same way
 #              (scripts/anchors/torch_anchors.py) -> anchors.json, anchors2.json
@@ -38,8 +40,8 @@ rm -rf "$OUT"
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=$ROOT/build-gpu
-STAGES=${STAGES:-build timing test sanitizer bench ladder ncu anchors accuracy results}
-mkdir -p "$OUT"/{logs,bench,ncu,results,accuracy,timing}
+STAGES=${STAGES:-build timing test sanitizer bench ladder model ncu anchors accuracy results}
+mkdir -p "$OUT"/{logs,bench,ncu,results,accuracy,timing,model}
 SUMMARY=$OUT/summary.md
 # The device copy of the tree has no .git: the caller passes LADDER_COMMIT (git rev-parse HEAD here).
 COMMIT=${LADDER_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
@@ -65,7 +67,8 @@ run_stage() {  # run_stage NAME CMD...: log to OUTDIR/logs/NAME.log, one summary
   return $rc
 }
 pack() {
-  tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' --exclude='*.npy' -C "$OUT" logs bench ncu results accuracy timing \
+  tar -czf "$DEST/evidence.tgz" --exclude='*.ncu-rep' --exclude='*.npy' --exclude='*.pt' -C "$OUT" \
+    logs bench ncu results accuracy timing model \
     $(cd "$OUT" && ls anchors.json anchors2.json 2>/dev/null) 2>/dev/null
   cp "$SUMMARY" "$DEST/summary.md"
 }
@@ -106,6 +109,7 @@ if want bench; then
   done
 fi
 want ladder && run_stage ladder cmake --build "$BUILD" --target ladder
+want model && [[ -d $BUILD/python/flash_ladder ]] && run_stage model 16_attention_in_a_model/run_model.sh "$BUILD" "$OUT"
 if want ncu; then
   [[ -x $BUILD/bin/08_spilling_study ]] &&
     run_stage spill_table "$BUILD/bin/08_spilling_study" --csv "$OUT/ncu/spill_table.csv"

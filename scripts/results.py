@@ -71,6 +71,7 @@ CONFIG = {
                                          ("step:deterministic", "step:bulk", "deterministic time / fast (bulk) time"),
                                          ("anchor:cudnn/train", "train",
                                           "cuDNN's training step time / chapters 12 + 14's")]),
+    "16_attention_in_a_model": dict(metric="tok/s", baseline="sdpa_cudnn", plot=False),
     "15_attention_variants": dict(metric="TFLOP/s", plot=False, flex=True,
                                   baseline_of={"fwd:causal": "anchor:fa3_causal/fwd", "bwd:causal": "anchor:fa3_causal/bwd",
                                                "train:documents": None},
@@ -144,7 +145,7 @@ def parse(path):
         variant, rest = "/".join(parts[:lead]), parts[lead:]
         params = dict(p.split("=", 1) for p in rest if "=" in p)
         error = b.get("error_message") if (b.get("error_occurred") or b.get("skipped")) else None
-        rows.append(dict(variant=variant, params=params, ms=b.get("ms"), metric={k: b.get(k) for k in ("GB/s", "TFLOP/s")},
+        rows.append(dict(variant=variant, params=params, ms=b.get("ms"), metric={k: b.get(k) for k in ("GB/s", "TFLOP/s", "tok/s")},
                          error=error))
     return data.get("context", {}), rows
 
@@ -741,6 +742,10 @@ def main():
         header = (f"# {chapter} on the H200\n\n{context.get('gpu', '?')}; {context.get('date', '?')}; "
                   f"commit {context.get('git_commit', '?')}. Produced by scripts/results.py from bench.json.\n\n")
         extra = ""
+        if chapter == "16_attention_in_a_model" and (run / "model").is_dir():  # its runs' JSON and loss plots
+            for f in sorted((run / "model").glob("*")):
+                if f.suffix in (".json", ".png"):
+                    shutil.copy(f, d / f.name)
         if chapter in HOOKS:  # a chapter's own figures (the spilling heatmap)
             r = subprocess.run([sys.executable, *map(str, HOOKS[chapter](run, d))], capture_output=True, text=True)
             if r.returncode:

@@ -1,0 +1,126 @@
+// The Python module flash_ladder._C: the chapters' entry points with tensors passed as device
+// addresses (Python ints) and sizes. The tensors themselves, their allocation (PyTorch's caching
+// allocator), the dtype and device checks and autograd live in flash_ladder/ops.py; this layer only
+// turns integers into pointers and the chapters' exceptions into Python's (std::invalid_argument ->
+// ValueError). No PyTorch headers: the module builds, and its checks run, without PyTorch.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <cstdint>
+#include <string>
+
+#include "11_flash_decoding/flash_decoding.h"
+#include "12_fa3_hopper/fa3.h"
+#include "attention_ops.h"
+#include "device.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+template <class T>
+T* at(std::uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+cudaStream_t stream_at(std::uintptr_t s) { return reinterpret_cast<cudaStream_t>(s); }
+
+ops::Variant variant(const std::string& mask, int left, int right, int prefix, std::uintptr_t doc,
+                     const std::string& score, float softcap, std::uintptr_t slopes) {
+  ops::Variant v;
+  v.mask = ops::mask_from_name(mask);
+  v.window_left = left, v.window_right = right, v.prefix = prefix;
+  v.doc = at<const int>(doc);
+  v.score = ops::score_mod_from_name(score);
+  v.softcap = softcap;
+  v.slopes = at<const float>(slopes);
+  return v;
+}
+
+fdec::KvCache cache(std::uintptr_t K, std::uintptr_t V, int capacity, std::uintptr_t block_table, int num_pages,
+                    int page_size, int max_pages_per_seq) {
+  if (block_table == 0)
+    return fdec::KvCache::contiguous(at<const ladder::bf16>(K), at<const ladder::bf16>(V), capacity);
+  return fdec::KvCache::paged(at<const ladder::bf16>(K), at<const ladder::bf16>(V), at<const int>(block_table),
+                              num_pages, page_size, max_pages_per_seq);
+}
+
+}  // namespace
+
+NB_MODULE(_C, m) {
+  m.doc() = "flash-ladder's attention kernels (chapters 10-15) for flash_ladder.ops";
+
+  nb::class_<ladder::AttentionShape>(m, "AttentionShape")
+      .def(nb::init<>())
+      .def_rw("B", &ladder::AttentionShape::B)
+      .def_rw("H", &ladder::AttentionShape::H)
+      .def_rw("N", &ladder::AttentionShape::N)
+      .def_rw("d", &ladder::AttentionShape::d)
+      .def_rw("H_kv", &ladder::AttentionShape::H_kv)
+      .def_rw("N_kv", &ladder::AttentionShape::N_kv)
+      .def("__repr__", &ladder::AttentionShape::str);
+
+  nb::class_<fdec::DecodeShape>(m, "DecodeShape")
+      .def(nb::init<>())
+      .def_rw("B", &fdec::DecodeShape::B)
+      .def_rw("H_q", &fdec::DecodeShape::H_q)
+      .def_rw("H_kv", &fdec::DecodeShape::H_kv)
+      .def_rw("n_q", &fdec::DecodeShape::n_q)
+      .def_rw("d", &fdec::DecodeShape::d)
+      .def_rw("max_seq_len", &fdec::DecodeShape::max_seq_len)
+      .def("__repr__", &fdec::DecodeShape::str);
+
+  m.def("describe_device", &ladder::describe_device, "The GPU this process sees, in one line.");
+
+  m.def(
+      "kernels",
+      [](const ladder::AttentionShape& s, const std::string& mask, const std::string& score, bool hopper,
+         bool any_gpu) {
+        ops::Variant v = variant(mask, 0, 0, 0, 1, score, 1.0f, 1);  // parameters valid: only the choice is asked
+        return std::string(ops::name(ops::choose(s, v, hopper, any_gpu)));
+      },
+      nb::arg("shape"), nb::arg("mask"), nb::arg("score"), nb::arg("hopper"), nb::arg("any_gpu"),
+      "Which chapter's kernels run this shape and variant on a GPU with (hopper) or without sm_90a.");
+
+  m.def(
+      "forward",
+      [](const ladder::AttentionShape& s, const std::string& mask, int left, int right, int prefix, std::uintptr_t doc,
+         const std::string& score, float softcap, std::uintptr_t slopes, std::uintptr_t Q, std::uintptr_t K,
+         std::uintptr_t V, std::uintptr_t O, std::uintptr_t L, std::uintptr_t stream) {
+        ops::forward(s, variant(mask, left, right, prefix, doc, score, softcap, slopes), at<const ladder::bf16>(Q),
+                     at<const ladder::bf16>(K), at<const ladder::bf16>(V), at<ladder::bf16>(O), at<float>(L),
+                     stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+
+  m.def("backward_workspace_floats",
+        [](const ladder::AttentionShape& s, const std::string& mask, const std::string& score) {
+          return ops::backward_workspace_floats(s, variant(mask, 0, 0, 0, 1, score, 1.0f, 1));
+        });
+
+  m.def(
+      "backward",
+      [](const ladder::AttentionShape& s, const std::string& mask, int left, int right, int prefix, std::uintptr_t doc,
+         const std::string& score, float softcap, std::uintptr_t slopes, std::uintptr_t Q, std::uintptr_t K,
+         std::uintptr_t V, std::uintptr_t O, std::uintptr_t L, std::uintptr_t dO, std::uintptr_t dQ, std::uintptr_t dK,
+         std::uintptr_t dV, std::uintptr_t workspace, std::uintptr_t stream) {
+        ops::backward(s, variant(mask, left, right, prefix, doc, score, softcap, slopes), at<const ladder::bf16>(Q),
+                      at<const ladder::bf16>(K), at<const ladder::bf16>(V), at<const ladder::bf16>(O),
+                      at<const float>(L), at<const ladder::bf16>(dO), at<ladder::bf16>(dQ), at<ladder::bf16>(dK),
+                      at<ladder::bf16>(dV), at<float>(workspace), stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+
+  m.def("decode_workspace_bytes", [](const fdec::DecodeShape& s) { return fdec::plan(s).workspace_bytes; });
+  m.def("decode_plan", [](const fdec::DecodeShape& s) { return fdec::plan(s).str(); });
+
+  m.def(
+      "decode",
+      [](const fdec::DecodeShape& s, std::uintptr_t Q, std::uintptr_t K, std::uintptr_t V, int capacity,
+         std::uintptr_t block_table, int num_pages, int page_size, int max_pages_per_seq, std::uintptr_t seq_lens,
+         std::uintptr_t O, std::uintptr_t LSE, std::uintptr_t workspace, std::uintptr_t stream) {
+        fdec::decode(
+            s, at<const ladder::bf16>(Q), cache(K, V, capacity, block_table, num_pages, page_size, max_pages_per_seq),
+            at<const int>(seq_lens), at<ladder::bf16>(O), at<float>(LSE), at<void>(workspace), {}, stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+}

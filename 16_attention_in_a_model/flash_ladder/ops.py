@@ -1,0 +1,331 @@
+"""The operators: tensors checked and allocated here, the kernels called through flash_ladder._C.
+
+What a caller can rely on: every tensor the kernels read is checked before any launch (CUDA,
+bf16, contiguous, shapes that agree), and anything else raises ValueError naming what is
+supported; the kernels run on PyTorch's current stream of the tensors' device, with memory
+from PyTorch's caching allocator, and nothing synchronises the host.
+"""
+
+import importlib
+import math
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+try:
+    _C = importlib.import_module(__package__ + "._C")
+except ImportError as e:  # a source checkout without the built module: the checks still work
+    _C = None
+    _C_ERROR = f"flash_ladder._C is not built ({e}); build it with `pip install .` at the repository root"
+else:
+    _C_ERROR = ""
+
+SUPPORTED_D = (64, 128)
+MASKS = ("none", "causal", "sliding_window", "prefix_lm", "documents")
+SCORE_MODS = ("none", "softcap", "alibi")
+PAGE_SIZES = (16, 64)
+MAX_DECODE_QUERIES = 16
+
+
+def module_error() -> str:
+    """Empty when the kernels can be called; otherwise why not."""
+    return _C_ERROR
+
+
+def describe_device() -> str:
+    """The GPU as the ladder's tables name it: "NVIDIA H200 (sm_90, 132 SMs, ...)"."""
+    return _module().describe_device()
+
+
+def _module():
+    if _C is None:
+        raise RuntimeError(_C_ERROR)
+    return _C
+
+
+def _check(name: str, t: Tensor, dims: int, dtype=torch.bfloat16):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name}: expected a torch.Tensor, got {type(t).__name__}")
+    if t.device.type not in ("cuda", "meta"):  # meta: shapes only, for tracing and fake tensors
+        raise ValueError(f"{name}: a {t.device.type} tensor; flash_ladder's kernels take CUDA tensors only")
+    if t.dtype != dtype:
+        raise ValueError(f"{name}: dtype {t.dtype}; supported: {dtype}")
+    if t.dim() != dims:
+        raise ValueError(f"{name}: {t.dim()} dimensions {tuple(t.shape)}; expected {dims}")
+    if not t.is_contiguous():
+        raise ValueError(
+            f"{name}: strides {t.stride()} for shape {tuple(t.shape)} are not contiguous; the kernels read "
+            "row-major [B, H, N, d] (call .contiguous())"
+        )
+
+
+def _check_attention(q: Tensor, k: Tensor, v: Tensor):
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        _check(name, t, 4)
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k, v on different devices: {q.device}, {k.device}, {v.device}")
+    B, H, N, d = q.shape
+    if d not in SUPPORTED_D:
+        raise ValueError(f"head dim {d}: supported {SUPPORTED_D}")
+    if k.shape != v.shape or k.shape[0] != B or k.shape[3] != d:
+        raise ValueError(f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: expected q [B, H, N, d], "
+                         "k and v [B, H_kv, N_kv, d]")
+    if H % k.shape[1] != 0:
+        raise ValueError(f"H = {H} query heads is not a multiple of H_kv = {k.shape[1]} (GQA groups)")
+    if N == 0 or k.shape[2] == 0:
+        raise ValueError("N and N_kv must be >= 1")
+
+
+def _shape(q: Tensor, k: Tensor):
+    s = _module().AttentionShape()
+    s.B, s.H, s.N, s.d = q.shape
+    s.H_kv, s.N_kv = k.shape[1], k.shape[2]
+    return s
+
+
+def _stream(t: Tensor) -> int:
+    return torch.cuda.current_stream(t.device).cuda_stream
+
+
+def _addr(t: Optional[Tensor]) -> int:
+    return 0 if t is None else t.data_ptr()
+
+
+# ---- attention: one forward op, one backward op, autograd between them ---------------------------
+@torch.library.custom_op("flash_ladder::attention_forward", mutates_args=())
+def attention_forward(q: Tensor, k: Tensor, v: Tensor, mask: str, window_left: int, window_right: int,
+                      prefix: int, doc: Optional[Tensor], score_mod: str, softcap: float,
+                      slopes: Optional[Tensor]) -> tuple[Tensor, Tensor]:
+    _check_attention(q, k, v)
+    o = torch.empty_like(q)
+    lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
+    with torch.cuda.device(q.device):
+        _module().forward(_shape(q, k), mask, window_left, window_right, prefix, _addr(doc), score_mod, softcap,
+                          _addr(slopes), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                          _stream(q))
+    return o, lse
+
+
+@attention_forward.register_fake
+def _(q, k, v, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes):
+    return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("flash_ladder::attention_backward", mutates_args=())
+def attention_backward(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, lse: Tensor, mask: str,
+                       window_left: int, window_right: int, prefix: int, doc: Optional[Tensor], score_mod: str,
+                       softcap: float, slopes: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
+    do = do.contiguous()  # upstream gradients may arrive as views of any layout
+    _check_attention(q, k, v)
+    _check("dO", do, 4)
+    dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+    with torch.cuda.device(q.device):
+        s = _shape(q, k)
+        workspace = torch.empty(_module().backward_workspace_floats(s, mask, score_mod), dtype=torch.float32,
+                                device=q.device)
+        _module().backward(s, mask, window_left, window_right, prefix, _addr(doc), score_mod, softcap,
+                           _addr(slopes), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                           do.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(), workspace.data_ptr(),
+                           _stream(q))
+    return dq, dk, dv
+
+
+@attention_backward.register_fake
+def _(do, q, k, v, o, lse, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes):
+    return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+
+
+def _setup_context(ctx, inputs, output):
+    q, k, v, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes = inputs
+    o, lse = output
+    ctx.save_for_backward(q, k, v, o, lse, doc, slopes)
+    ctx.variant = (mask, window_left, window_right, prefix, score_mod, softcap)
+    ctx.mark_non_differentiable(lse)  # L leaves only through autograd's saved tensors, never to a caller
+
+
+def _backward(ctx, do, _dlse):
+    q, k, v, o, lse, doc, slopes = ctx.saved_tensors
+    mask, window_left, window_right, prefix, score_mod, softcap = ctx.variant
+    dq, dk, dv = attention_backward(do, q, k, v, o, lse, mask, window_left, window_right, prefix, doc, score_mod,
+                                    softcap, slopes)
+    return dq, dk, dv, None, None, None, None, None, None, None, None
+
+
+attention_forward.register_autograd(_backward, setup_context=_setup_context)
+
+
+def _document_ids(cu_seqlens: Tensor, N: int) -> Tensor:
+    """The document of every position of a packed sequence, on the device (no host round trip).
+    Positions past the last document form one more document of their own (padding)."""
+    _check("cu_seqlens_q", cu_seqlens, 1, torch.int32)
+    positions = torch.arange(N, device=cu_seqlens.device, dtype=torch.int32)
+    return torch.searchsorted(cu_seqlens[1:], positions, right=True).to(torch.int32).reshape(1, N)
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: Optional[float] = None,
+              mask: Optional[str] = None, window: Optional[tuple] = None, prefix: Optional[int] = None,
+              softcap: Optional[float] = None, alibi_slopes: Optional[Tensor] = None,
+              cu_seqlens_q: Optional[Tensor] = None, cu_seqlens_k: Optional[Tensor] = None) -> Tensor:
+    """softmax(score(scale q k^T) where mask) v, in SDPA's layout.
+
+    q [B, H, N, d], k and v [B, H_kv, N_kv, d]: CUDA, bfloat16, contiguous; d in {64, 128}; H a
+    multiple of H_kv (GQA). Causal is aligned at the bottom right (query i sees keys
+    j <= i + N_kv - N), as flash-attention's.
+      mask="sliding_window", window=(left, right)   keys within left before / right after the diagonal
+      mask="prefix_lm", prefix=n                    the first n keys visible to all, the rest causal
+      cu_seqlens_q=cu (int32 [docs + 1]), B = 1     packed documents, each causal (varlen batches)
+      softcap=c, alibi_slopes=[H] fp32              score modifiers, on causal attention
+    Masks other than causal, and the modifiers, run on chapter 15's kernels: d = 128, sm_90a.
+    scale other than 1/sqrt(d) is applied to q before the kernels (which compute 1/sqrt(d)).
+    """
+    _check_attention(q, k, v)
+    if mask is None:
+        mask = "causal" if causal else "none"
+    elif causal and mask != "causal":
+        raise ValueError(f"causal=True with mask={mask!r}: give one of them (each mask says which keys are seen)")
+    if mask not in MASKS:
+        raise ValueError(f"mask {mask!r}: supported {MASKS}")
+    left, right = 0, 0
+    if mask == "sliding_window":
+        if window is None or len(window) != 2:
+            raise ValueError("mask='sliding_window' needs window=(left, right)")
+        left, right = int(window[0]), int(window[1])
+    if mask == "prefix_lm" and prefix is None:
+        raise ValueError("mask='prefix_lm' needs prefix=<number of keys>")
+    doc = None
+    if cu_seqlens_q is not None or cu_seqlens_k is not None:
+        if cu_seqlens_k is not None and cu_seqlens_k is not cu_seqlens_q:
+            raise ValueError("cu_seqlens_k must be cu_seqlens_q itself: packed documents attend to themselves")
+        if mask != "causal" or q.shape[0] != 1:
+            raise ValueError("cu_seqlens_q: packed documents are causal, in one sequence (B = 1, causal=True)")
+        mask, doc = "documents", _document_ids(cu_seqlens_q, q.shape[2])
+    score_mod, cap, slopes = "none", 0.0, None
+    if softcap is not None and alibi_slopes is not None:
+        raise ValueError("softcap and alibi_slopes: one score modifier at a time")
+    if softcap is not None:
+        score_mod, cap = "softcap", float(softcap)
+    if alibi_slopes is not None:
+        _check("alibi_slopes", alibi_slopes, 1, torch.float32)
+        if alibi_slopes.shape[0] != q.shape[1]:
+            raise ValueError(f"alibi_slopes: {alibi_slopes.shape[0]} slopes for H = {q.shape[1]} heads")
+        score_mod, slopes = "alibi", alibi_slopes
+    d = q.shape[3]
+    if scale is not None and scale != 1.0 / math.sqrt(d):
+        q = (q * (scale * math.sqrt(d))).to(q.dtype)
+    o, _ = attention_forward(q, k, v, mask, left, right, int(prefix or 0), doc, score_mod, cap, slopes)
+    return o
+
+
+# ---- decoding: chapter 11 on a contiguous or paged cache ---------------------------------------
+@torch.library.custom_op("flash_ladder::decode", mutates_args=())
+def decode_forward(q: Tensor, k_cache: Tensor, v_cache: Tensor, seq_lens: Tensor, block_table: Optional[Tensor],
+                   max_seq_len: int) -> Tensor:
+    _check("q", q, 4)
+    _check("k_cache", k_cache, 4)
+    _check("v_cache", v_cache, 4)
+    _check("cache_seqlens", seq_lens, 1, torch.int32)
+    B, H, n_q, d = q.shape
+    s = _module().DecodeShape()
+    s.B, s.H_q, s.H_kv, s.n_q, s.d, s.max_seq_len = B, H, k_cache.shape[1], n_q, d, max_seq_len
+    o = torch.empty_like(q)
+    lse = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
+    with torch.cuda.device(q.device):
+        workspace = torch.empty(_module().decode_workspace_bytes(s), dtype=torch.uint8, device=q.device)
+        if block_table is None:
+            paging = (k_cache.shape[2], 0, 0, 0, 0)
+        else:
+            _check("block_table", block_table, 2, torch.int32)
+            paging = (0, block_table.data_ptr(), k_cache.shape[0], k_cache.shape[2], block_table.shape[1])
+        _module().decode(s, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), *paging, seq_lens.data_ptr(),
+                         o.data_ptr(), lse.data_ptr(), workspace.data_ptr(), _stream(q))
+    return o
+
+
+@decode_forward.register_fake
+def _(q, k_cache, v_cache, seq_lens, block_table, max_seq_len):
+    return torch.empty_like(q)
+
+
+def _check_cache(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor, block_table: Optional[Tensor]):
+    _check("q", q, 4)
+    _check("k_cache", k_cache, 4)
+    _check("v_cache", v_cache, 4)
+    _check("cache_seqlens", cache_seqlens, 1, torch.int32)
+    B, H, n_q, d = q.shape
+    if k_cache.shape != v_cache.shape or k_cache.shape[3] != d or H % k_cache.shape[1] != 0:
+        raise ValueError(f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}: "
+                         "caches [B, H_kv, capacity, d] or pages [num_pages, H_kv, page_size, d], H a multiple of H_kv")
+    if d not in SUPPORTED_D:
+        raise ValueError(f"head dim {d}: supported {SUPPORTED_D}")
+    if cache_seqlens.shape[0] != B:
+        raise ValueError(f"cache_seqlens: {cache_seqlens.shape[0]} lengths for B = {B} sequences")
+    if block_table is None:
+        if k_cache.shape[0] != B:
+            raise ValueError(f"k_cache: {k_cache.shape[0]} slabs for B = {B} sequences (or pass a block_table)")
+        return k_cache.shape[2]
+    _check("block_table", block_table, 2, torch.int32)
+    if block_table.shape[0] != B:
+        raise ValueError(f"block_table: {block_table.shape[0]} rows for B = {B} sequences")
+    if k_cache.shape[2] not in PAGE_SIZES:
+        raise ValueError(f"page size {k_cache.shape[2]}: supported {PAGE_SIZES}")
+    return block_table.shape[1] * k_cache.shape[2]
+
+
+def append_kv(k_cache: Tensor, v_cache: Tensor, k: Tensor, v: Tensor, cache_seqlens: Tensor,
+              block_table: Optional[Tensor] = None) -> None:
+    """Writes k, v ([B, H_kv, n, d]) at positions cache_seqlens[b] .. + n of each sequence's cache.
+    PyTorch's indexing does the scatter: no kernel of the ladder's is needed for a copy."""
+    _check("k", k, 4)
+    _check("v", v, 4)
+    B, _, n, _ = k.shape
+    pos = cache_seqlens.to(torch.int64)[:, None] + torch.arange(n, device=k.device)  # [B, n]
+    src_k, src_v = k.transpose(1, 2), v.transpose(1, 2)  # [B, n, H_kv, d]: the indexed dims first
+    if block_table is None:
+        rows = torch.arange(B, device=k.device)[:, None].expand(B, n)
+        k_cache[rows, :, pos] = src_k
+        v_cache[rows, :, pos] = src_v
+        return
+    page_size = k_cache.shape[2]
+    pages = torch.gather(block_table.to(torch.int64), 1, pos // page_size)
+    k_cache[pages, :, pos % page_size] = src_k
+    v_cache[pages, :, pos % page_size] = src_v
+
+
+def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor, block_table: Optional[Tensor] = None,
+           k: Optional[Tensor] = None, v: Optional[Tensor] = None, max_seqlen: Optional[int] = None) -> Tensor:
+    """One decoding step, flash-attention's flash_attn_with_kvcache in the ladder's layouts.
+
+    q [B, H, n_q, d] (n_q <= 16 new queries per sequence, the last n_q positions); caches
+    [B, H_kv, capacity, d], or pages [num_pages, H_kv, page_size, d] (page_size 16 or 64) with
+    block_table int32 [B, pages per sequence]; cache_seqlens int32 [B]: keys in the cache before
+    this call. k, v [B, H_kv, n_new, d], when given, are written into the cache first and seen.
+    cache_seqlens is not advanced (the caller owns it). max_seqlen: a host-side bound on every
+    length after the append (default: the cache's capacity), which sizes the grid without reading
+    the lengths back.
+    """
+    capacity = _check_cache(q, k_cache, v_cache, cache_seqlens, block_table)
+    if not 1 <= q.shape[2] <= MAX_DECODE_QUERIES:
+        raise ValueError(f"n_q = {q.shape[2]} new queries: supported 1 .. {MAX_DECODE_QUERIES}")
+    seq_lens = cache_seqlens
+    if k is not None or v is not None:
+        if k is None or v is None:
+            raise ValueError("k and v: give both new keys and new values, or neither")
+        append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table)
+        seq_lens = cache_seqlens + k.shape[2]
+    bound = capacity if max_seqlen is None else int(max_seqlen)
+    if not 1 <= bound <= capacity:
+        raise ValueError(f"max_seqlen = {bound}: must be between 1 and the cache's capacity {capacity}")
+    return decode_forward(q, k_cache, v_cache, seq_lens.to(torch.int32), block_table, bound)
+
+
+def kernels_for(q_shape, k_shape, *, mask: str = "none", score_mod: str = "none", hopper: Optional[bool] = None) -> str:
+    """Which chapter's kernels a call runs: 'fa3 (chapters 12, 14)', 'flex (chapter 15)' or 'fa2 (chapter 10)'.
+    hopper: ask for a GPU with (True) or without (False) sm_90a; default: this process's GPU."""
+    s = _module().AttentionShape()
+    s.B, s.H, s.N, s.d = q_shape
+    s.H_kv, s.N_kv = k_shape[1], k_shape[2]
+    if hopper is None:  # this process's GPU
+        gpu = torch.cuda.is_available()
+        return _module().kernels(s, mask, score_mod, gpu and torch.cuda.get_device_capability() == (9, 0), gpu)
+    return _module().kernels(s, mask, score_mod, hopper, True)
