@@ -350,6 +350,22 @@ TEST(CpuFp8SoftExp2, WithinItsBoundExactAtIntegersMonotone) {
   EXPECT_EQ(fa3::exp2_poly(-INFINITY), 0.0f);
 }
 
+// The device's branch (floor by a rounded-down add, no conversion instruction) gives the host's
+// bits at every input the softmax can produce, and at the edges: -inf, below -126, NaN-free.
+TEST(GpuFp8SoftExp2, TheDeviceGivesTheHostsBits) {
+  LADDER_REQUIRE_GPU();
+  std::vector<float> x = {-INFINITY, -1000.0f, -127.5f, -127.0f, -126.5f, 3.25f, 20.0f};
+  for (int k = -126 * 4096; k <= 0; ++k) x.push_back(float(k) / 4096.0f);
+  ladder::DeviceBuffer<float> in(x), out(x.size());
+  out.poison();
+  fa3::detail::exp2_poly_on_device(in.data(), out.data(), int(x.size()));
+  const std::vector<float> y = out.download();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const float host = fa3::exp2_poly(x[i]);
+    ASSERT_EQ(std::memcmp(&y[i], &host, sizeof host), 0) << "x = " << x[i] << ": device " << y[i] << ", host " << host;
+  }
+}
+
 // Its share of the FP8 model's error: every exponential by the polynomial moves the error of O by
 // a small fraction of itself (P~ is rounded to e4m3, 2^-4, right after).
 TEST(CpuFp8SoftExp2, DoesNotMoveTheFp8Error) {

@@ -77,8 +77,9 @@ Kernels choose(const ladder::AttentionShape& shape, const Variant& v, bool hoppe
 }
 
 Kernels choose(const ladder::AttentionShape& s, const Variant& v) {
-  const bool hopper = fa3::unavailable_reason().empty() && variants::unavailable_reason().empty();
-  const bool any_gpu = ladder::device().available && ladder::device().cc_major >= 8;
+  // Asked once per process, as ladder::device() is (device 0): a model calls this on every step.
+  static const bool hopper = fa3::unavailable_reason().empty() && variants::unavailable_reason().empty();
+  static const bool any_gpu = ladder::device().available && ladder::device().cc_major >= 8;
   return choose(s, v, hopper, any_gpu);
 }
 

@@ -39,7 +39,7 @@ import os
 import torch
 
 from gpt import ATTN_CHOICES, GPT, GPTConfig, autocast
-from train import StepTimer, Timer, check_device, provenance, step_stats, warmup_ms
+from train import StepTimer, check_device, provenance, step_stats, timed
 
 
 def parse_args(argv=None):
@@ -114,10 +114,8 @@ def time_decode(model, attn, B, args, device):
                 model(tok, cache=kv)[0][:, -1].argmax(-1)  # the whole step: attention to the next token
                 kv.rewind(1)
 
-            t = Timer(torch, warmup_ms(), args.repeats).time(step)
+            step_ms = timed(step, args.repeats)
             prefill_ms = timer.ms()[0]
-            step_ms = {"median": t["ms"], "p10": t["p10"], "p90": t["p90"], "n": t["n"],
-                       "warmup_ms": t["warmup_ms"], "warmup_runs": t["warmup_runs"]}
         else:
             for _ in range(steps):
                 timer.start()

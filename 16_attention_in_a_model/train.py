@@ -178,6 +178,13 @@ class StepTimer:
         return [a.elapsed_time(b) for a, b in self.marks]
 
 
+def timed(fn, repeats):
+    """fn timed by the ladder's one method (torch_anchors.Timer): step times as step_stats gives them."""
+    t = Timer(torch, warmup_ms(), repeats).time(fn)
+    return {"median": t["ms"], "p10": t["p10"], "p90": t["p90"], "n": t["n"], "warmup_ms": t["warmup_ms"],
+            "warmup_runs": t["warmup_runs"]}
+
+
 def step_stats(ms):
     """Median and 10th/90th percentiles of per-step times (ms); None for no steps."""
     if not ms:
@@ -275,9 +282,7 @@ def train_one(attn, args, corpus, val_batches, device):
     if device.type == "cuda":
         x, y = corpus.get_batch("train", args.batch, args.seq, gen, device)
         lr = lr_at(args.steps - 1, args)
-        t = Timer(torch, warmup_ms(), args.repeats).time(lambda: train_step(run_model, opt, x, y, lr, device))
-        step_ms = {"median": t["ms"], "p10": t["p10"], "p90": t["p90"], "n": t["n"],
-                   "warmup_ms": t["warmup_ms"], "warmup_runs": t["warmup_runs"]}
+        step_ms = timed(lambda: train_step(run_model, opt, x, y, lr, device), args.repeats)
     else:
         step_ms = step_stats(timer.ms()[args.timing_warmup :])
     median = step_ms["median"] if step_ms else None

@@ -275,8 +275,9 @@ def test_compile_fullgraph_of_a_block():
     g_eager, x.grad = x.grad, None
     compiled = torch.compile(block, fullgraph=True)(x)
     compiled.sum().backward()
-    assert rel(compiled.detach(), eager.detach().double()) < 1e-6  # the same kernels
-    assert rel(x.grad, g_eager.double()) < 1e-2  # atomic dQ sums: last bits vary
+    # The same attention kernels; the compiled graph may fuse the copies around them differently.
+    assert rel(compiled.detach(), eager.detach().double()) <= FWD_BOUND
+    assert rel(x.grad, g_eager.double()) <= GRAD_BOUND
 
 
 def paged(k_full, v_full, page_size, gen):
