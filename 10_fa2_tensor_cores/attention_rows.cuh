@@ -56,6 +56,15 @@ struct WgmmaTile {
   __device__ __forceinline__ float& operator()(int r, int j, int e) const { return f[4 * j + 2 * r + e]; }
 };
 
+// ---- where P~'s exponentials come from ----------------------------------------------------
+// The special function unit's ex2.approx for every score. A kernel may pass its own policy:
+// exp(x, j) is asked for the scores of pair j (columns 8 j .. 8 j + 7 of the quad), with j known
+// at compile time in the unrolled loops, so a policy that splits by j costs no branch (chapter
+// 12's FP8 forward computes part of them on the FMA pipes: soft_exp2.h).
+struct HardwareExp2 {
+  __device__ __forceinline__ float operator()(float x, int) const { return tc::ex2(x); }
+};
+
 // ---- FA2's online softmax ------------------------------------------------------------------
 // The state of kRows rows: m, l and the alpha of the last update.
 template <int kRows>
@@ -74,15 +83,15 @@ struct OnlineSoftmax {
   // row that has seen only masked keys keeps m = -inf: base 0 keeps exp2 away from
   // -inf - -inf = NaN (P~ = 0, alpha = 0). O is not touched: rescale() applies alpha when the
   // kernel is ready (chapter 12 first lets the P V in flight finish with the old O).
-  template <class Tile>
-  __device__ __forceinline__ void update(const Tile& s, float sl2e) {
+  template <class Tile, class Exp2 = HardwareExp2>
+  __device__ __forceinline__ void update(const Tile& s, float sl2e, Exp2 exp2 = {}) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) update_row(s, r, sl2e);
+    for (int r = 0; r < kRows; ++r) update_row(s, r, sl2e, exp2);
   }
   // The same for row slot r alone: a kernel that turns each finished row of P~ into the next
   // GEMM's operand right away (chapter 10's packp) frees the fp32 registers sooner.
-  template <class Tile>
-  __device__ __forceinline__ void update_row(const Tile& s, int r, float sl2e) {
+  template <class Tile, class Exp2 = HardwareExp2>
+  __device__ __forceinline__ void update_row(const Tile& s, int r, float sl2e, Exp2 exp2 = {}) {
     static_assert(Tile::kRows == kRows, "one state per row slot of the tile");
     float mx = -INFINITY;
 #pragma unroll
@@ -97,7 +106,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = s(r, j, e);
-        x = tc::ex2(fmaf(x, sl2e, -base));
+        x = exp2(fmaf(x, sl2e, -base), j);
         sum += x;
       }
     l[r] = alpha[r] * l[r] + sum;

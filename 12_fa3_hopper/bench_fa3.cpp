@@ -85,14 +85,15 @@ const fa3::Fp8Buffers& fp8_data(const AttentionShape& s) {
   return *e;
 }
 
-void bench_fp8(benchmark::State& state, AttentionShape s) {
+void bench_fp8(benchmark::State& state, AttentionShape s, int poly_eighths = 0) {
   if (!ladder::gpu_or_skip(state)) return;
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
   const fa3::Fp8Inputs in = fp8_data(s).inputs();
   bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
   float* L = ladder::bench_output<float>(s.rows(), 0);
   ladder::run_gpu(
-      state, [&] { fa3::forward_fp8(s, in, O, L); }, ladder::attention_fwd_work(s, 1));
+      state, [&] { fa3::forward_fp8(s, in, O, L, fa3::Fp8ForwardOptions{poly_eighths}); },
+      ladder::attention_fwd_work(s, 1));
 }
 
 const bool registered = [] {
@@ -118,6 +119,9 @@ const bool registered = [] {
       ladder::gpu_benchmark("tune:intrawg_stages3" + k,
                             [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
+      for (int poly : {2, 4})  // part of the exponentials on the FMA pipes (soft_exp2.h)
+        ladder::gpu_benchmark("tune:fp8_poly" + std::to_string(poly) + k,
+                              [s, poly](benchmark::State& st) { bench_fp8(st, s, poly); });
     }
   }
   return true;

@@ -78,11 +78,19 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
   const int B_r = detail::footprint(s.d, false, opt.step, opt.kv_stages).B_r;
-  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, opt.kv_stages, stream);
+  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, opt.kv_stages, 0, stream);
 }
 
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
+  forward_fp8(s, in, O, L, Fp8ForwardOptions{}, stream);
+}
+
+void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
+                 cudaStream_t stream) {
   const std::string who = "fa3::forward_fp8";
+  if (opt.poly_eighths != 0 && opt.poly_eighths != 2 && opt.poly_eighths != 4)
+    throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
+                                " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
   detail::check_common(s, true, kBestStep, 0, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
@@ -98,7 +106,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);
-  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, kBestStep, 0, stream);
+  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, kBestStep, 0, opt.poly_eighths, stream);
 }
 
 }  // namespace fa3

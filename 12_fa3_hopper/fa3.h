@@ -83,4 +83,13 @@ inline int fp8_kv_pad(int N_kv) { return (N_kv + 127) / 128 * 128; }
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L,
                  cudaStream_t stream = nullptr);
 
+// At FP8 rates the exponentials of a score tile take the MUFU as long as the tile's GEMMs take
+// the tensor cores. poly_eighths: of every 8 pairs of a row's scores (8 keys each), how many take
+// their exponential from soft_exp2.h's cubic on the FMA pipes instead (compiled: 0, 2, 4).
+struct Fp8ForwardOptions {
+  int poly_eighths = 0;
+};
+void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
+                 cudaStream_t stream = nullptr);
+
 }  // namespace fa3

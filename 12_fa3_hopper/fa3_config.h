@@ -17,12 +17,16 @@ namespace fa3::detail {
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
-template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0>
+template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
   static constexpr Step kStep = kStep_;
   static constexpr int E = kFp8 ? 1 : 2;
+  // Of every 8 pairs of a row's scores, how many take their exponential from soft_exp2.h's
+  // polynomial on the FMA pipes instead of the MUFU (fa3_rows.cuh, SplitExp2): FP8 only.
+  static constexpr int kPolyEighths = kPolyEighths_;
+  static_assert(kPolyEighths >= 0 && kPolyEighths <= 8 && (kPolyEighths == 0 || kFp8), "FP8's exponent split");
 
   // Tiles: B_r = 128 query rows per CTA, two consumer warpgroups of 64 rows; B_c keys per step.
   static constexpr int B_r = 128, B_c = 128, kRowsPerWarpgroup = 64;
@@ -76,11 +80,20 @@ struct Cfg {
 
 // The one switch from (d, bf16 or FP8, step, stages) to the compiled variant: calls
 // f(Cfg<...>{}). The variants compiled: every step for bf16 at d = 64 and 128 and for FP8 at
-// d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1).
+// d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1); FP8 at
+// d = 128, IntraWg with 2 or 4 eighths of the exponentials on the FMA pipes.
 // Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
 // unsupported shapes before).
 template <class F>
-decltype(auto) with_cfg(int d, bool fp8, Step step, int kv_stages, F&& f) {
+decltype(auto) with_cfg(int d, bool fp8, Step step, int kv_stages, int poly_eighths, F&& f) {
+  if (poly_eighths != 0) {
+    if (fp8 && d == 128 && step == Step::IntraWg && kv_stages == 0 && poly_eighths == 2)
+      return f(Cfg<128, true, Step::IntraWg, 0, 2>{});
+    if (fp8 && d == 128 && step == Step::IntraWg && kv_stages == 0 && poly_eighths == 4)
+      return f(Cfg<128, true, Step::IntraWg, 0, 4>{});
+    throw std::invalid_argument("fa3: poly_eighths=" + std::to_string(poly_eighths) +
+                                " is not compiled: 0 (the default), or 2 or 4 for FP8, d=128, Step::IntraWg");
+  }
   if (kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
   if (kv_stages != 0)
     throw std::invalid_argument("fa3: kv_stages=" + std::to_string(kv_stages) +

@@ -10,8 +10,9 @@ const void* sm90a_kernel() {
 }
 
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
-            cudaStream_t stream) {
-  with_cfg(s.d, x.fp8, step, kv_stages, [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, stream); });
+            int poly_eighths, cudaStream_t stream) {
+  with_cfg(s.d, x.fp8, step, kv_stages, poly_eighths,
+           [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, stream); });
 }
 
 }  // namespace fa3::detail

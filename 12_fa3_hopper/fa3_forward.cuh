@@ -364,7 +364,7 @@ struct Consumer {
   __device__ void softmax_tile(const Tile& tile, int j, float sl2e, const Params& p) {
     const int q = tile.i0 + cw * C::kRowsPerWarpgroup + 16 * (t / 32) + t % 32 / 4, k0 = j * C::B_c + 2 * (t % 4);
     var.template score_tile<kMasked>(s, q, k0, tile.head, p);
-    rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e);
+    rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e, SplitExp2<C::kPolyEighths>{});
   }
   __device__ void softmax(const Tile& tile, int it, const Params& p) {
     const int j = tile.keys.j(it);

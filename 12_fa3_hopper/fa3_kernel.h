@@ -48,7 +48,7 @@ struct Footprint {
 };
 // Throws std::invalid_argument for a variant that is not compiled (fa3_config.h, with_cfg).
 inline Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0) {
-  return with_cfg(d, fp8, step, kv_stages, [](auto c) {
+  return with_cfg(d, fp8, step, kv_stages, 0, [](auto c) {
     using C = decltype(c);
     return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r};
   });
@@ -66,6 +66,6 @@ const void* sm90a_kernel();
 
 // After every check: builds the tensor maps and launches the variant.
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
-            cudaStream_t stream);
+            int poly_eighths, cudaStream_t stream);
 
 }  // namespace fa3::detail

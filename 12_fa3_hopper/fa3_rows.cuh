@@ -17,8 +17,21 @@
 #include "09_tensor_core_matmul/hopper.cuh"
 #include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "fa3_kernel.h"
+#include "soft_exp2.h"
 
 namespace fa3::detail {
+
+// P~'s exponentials split between two pipes (the online softmax's exponent policy,
+// attention_rows.cuh): of every 8 pairs j of a row's scores (keys 8 j .. 8 j + 7 of the tile),
+// the first kPolyEighths from soft_exp2.h's cubic on the FMA pipes, the rest from the MUFU's
+// ex2.approx. j is a compile-time index of the unrolled loop: the split is fixed per register,
+// with no branch. kPolyEighths = 0 is the hardware exponential everywhere.
+template <int kPolyEighths>
+struct SplitExp2 {
+  __device__ __forceinline__ float operator()(float x, int j) const {
+    return j % 8 < kPolyEighths ? exp2_poly(x) : tc::ex2(x);
+  }
+};
 
 // Four fp32 -> four e4m3 in one 32-bit register, the first in the lowest byte (round to
 // nearest, saturating: P~ <= 1 never saturates).

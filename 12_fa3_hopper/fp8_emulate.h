@@ -104,8 +104,9 @@ struct Fp8ModelOptions {
   // so P~ < 2^-10 rounds to 0); 8 puts P~ in [0, 256] and keeps 8 more binades of the tail.
   int p_offset_log2 = 0;
   bool round_p = true;  // false: P~ stays fp64 (isolates the error of the quantised inputs)
-  // Of every 8 consecutive keys, how many take their exponential from soft_exp2.h's exp2_poly
-  // (fp32, on the FMA pipes) instead of an exact one: 0 is today's kernel, 8 all of them.
+  // Of every 8 consecutive groups of 8 keys, how many take their exponential from soft_exp2.h's
+  // exp2_poly (fp32, on the FMA pipes) instead of an exact one, as the kernel splits them
+  // (fa3_rows.cuh, SplitExp2; fa3::Fp8ForwardOptions): 0 is the hardware's everywhere, 8 none.
   int poly_eighths = 0;
 };
 

@@ -11,6 +11,8 @@
 //   fp8_model_exactP  P~ not rounded (only Q, K, V quantised)
 //   fp8_model_poff8   P~ = exp2(S - m + 8) rounded, i.e. P~ in [0, 256] instead of [0, 1]
 //   fp8_model_poly    every exponential by soft_exp2.h's polynomial (the FMA pipes' exp2)
+// and the kernel with half its exponentials by that polynomial (fa3::Fp8ForwardOptions):
+//   fp8_gpu_poly4     per-block scales, poly_eighths = 4
 // The error is rel L2 of O over the sampled rows against fp64 on the bf16-rounded inputs.
 #include <cmath>
 #include <cstdio>
@@ -182,6 +184,15 @@ class Study {
               {"fp8_model_poff8", "block", false, fa3::rel_l2(fa3::fp8_forward_model(t, rows, offset_p).O, ref.O)});
           out.push_back(
               {"fp8_model_poly", "block", false, fa3::rel_l2(fa3::fp8_forward_model(t, rows, poly_p).O, ref.O)});
+          Row half{"fp8_gpu_poly4", "block", false};
+          if (g && fp8_reason_.empty())
+            half.rel_l2 = guarded([&] {
+              const fa3::Fp8Buffers b = fa3::quantize_fp8(s, g->Q.data(), g->K.data(), g->V.data(), opt);
+              g->O.poison();
+              fa3::forward_fp8(s, b.inputs(), g->O.data(), g->L.data(), fa3::Fp8ForwardOptions{4});
+              return fa3::rel_l2(widen(fa3::gather_rows(s, ladder::from_bf16(g->O.download()), rows)), ref.O);
+            });
+          out.push_back(half);
         }
       }
     return out;

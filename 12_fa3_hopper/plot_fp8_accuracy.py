@@ -75,6 +75,8 @@ def plot(rows, out_png):
         ("fp8_model_exactP", "block", False, "model, P~ unrounded", dict(color="tab:green", ls="-.")),
         ("fp8_model_poff8", "block", False, "model, P~ x 2^8 before rounding", dict(color="tab:purple", ls="-.")),
         ("fp8_model_poly", "block", False, "model, exp2 by a polynomial", dict(color="tab:olive", ls=(0, (1, 1)))),
+        ("fp8_gpu_poly4", "block", False, "FP8 kernel, per-block, half the exp2 by a polynomial",
+         dict(color="tab:olive", marker="x")),
     ]
     fig, axes = plt.subplots(1, 4, figsize=(16, 4.2), gridspec_kw=dict(width_ratios=(1, 1, 1, 0.8)))
     for ax in axes[1:3]:
@@ -140,7 +142,7 @@ def table(rows, gpu):
         head += ["bf16"] + ["FP8 %s (model)" % n for n in names] + ["kernel vs model (max)", "bound"]
     else:
         head += ["FP8 %s" % n for n in names]
-    head += ["P~ unrounded", "P~ x 2^8", "exp2 polynomial"]
+    head += ["P~ unrounded", "P~ x 2^8", "exp2 polynomial"] + (["kernel, half the exp2 polynomial"] if gpu else [])
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for key in order:
         p = by_point[key]
@@ -158,6 +160,8 @@ def table(rows, gpu):
             cells += [fmt(get("fp8_model", sc, h)) for sc, h in variants]
         cells += [fmt(get("fp8_model_exactP", "block", False)), fmt(get("fp8_model_poff8", "block", False)),
                   fmt(get("fp8_model_poly", "block", False))]
+        if gpu:
+            cells.append(fmt(get("fp8_gpu_poly4", "block", False)))
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -511,6 +511,51 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   EXPECT_LE(worst, fa3::fp8_l_max_abs(1.0)) << "L vs the host model, max abs, " << what;
 }
 
+// The software exponential in the kernel (fa3::Fp8ForwardOptions::poly_eighths): the same
+// host model with the same keys' exponentials from exp2_poly, within the same bounds.
+class GpuFp8SoftExp2Forward : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
+
+TEST_P(GpuFp8SoftExp2Forward, MatchesTheHostModel) {
+  LADDER_REQUIRE_GPU();
+  if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  const auto [poly, N, causal] = GetParam();
+  if (ladder::small_mode() && N > 128) GTEST_SKIP() << "small mode: N <= 128";
+  LADDER_TEST_SEED(seed);
+  const AttentionShape s = attention_shape(2, 4, 2, N, N, 128, causal);
+  const Inputs x = bf16_inputs(s, seed);
+  ladder::DeviceBuffer<fa3::bf16> Q(ladder::to_bf16(x.Q)), K(ladder::to_bf16(x.K)), V(ladder::to_bf16(x.V));
+  ladder::DeviceBuffer<fa3::bf16> O(s.elems());
+  ladder::DeviceBuffer<float> L(s.rows());
+  const fa3::Fp8Buffers in = fa3::quantize_fp8(s, Q.data(), K.data(), V.data(), fa3::Fp8Scaling::PerBlock);
+  O.poison();
+  L.poison();
+  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly});
+  const auto rows = fa3::sample_rows(s.N, N);
+  const auto O_gpu = fa3::gather_rows(s, ladder::from_bf16(O.download()), rows);
+  const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), fa3::Fp8Options{});
+  fa3::Fp8ModelOptions same;
+  same.poly_eighths = poly;
+  const auto model = fa3::fp8_forward_model(t, rows, same);
+  const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
+  const std::string what = s.str() + ", poly_eighths " + std::to_string(poly);
+  EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::kFp8VsModel)) << "O vs the host model, " << what;
+  EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
+}
+
+INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8SoftExp2Forward,
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values(17, 1000), ::testing::Bool()));
+
+TEST(CpuFp8SoftExp2, OnlyTheCompiledSplitsAreAccepted) {
+  const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
+  const fa3::Fp8Inputs none;
+  try {
+    fa3::forward_fp8(s, none, nullptr, nullptr, fa3::Fp8ForwardOptions{3});
+    FAIL() << "poly_eighths = 3 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("0, 2 or 4"), std::string::npos) << e.what();
+  }
+}
+
 std::string forward_name(const ::testing::TestParamInfo<ForwardCase>& info) {
   const auto [N, causal, group, per_tensor, hadamard] = info.param;
   return "N" + std::to_string(N) + (causal ? "_causal" : "") + "_g" + std::to_string(group) +

@@ -525,7 +525,8 @@ SUMMARY = {
         "fwd_vs_sdpa_cudnn": ("anchor", "12_fa3_hopper", "fwd", TC_SHAPE, "TFLOP/s", "anchors2.json",
                               dict(SDPA_D128, impl="cudnn"), "fwd_tflops"),
         "fwd_vs_cudnn": ("ratio", "12_fa3_hopper", "fwd", "anchor:cudnn/fwd", TC_SHAPE, "TFLOP/s"),
-        "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s")},
+        "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s"),
+        "fp8_tflops": ("value", "12_fa3_hopper", "fp8", TC_SHAPE, "TFLOP/s")},
     # 13_ring_attention: its run (13_ring_attention/run_two_gpu.sh) writes bench/13_ring_attention.summary.json.
     "14_fa3_backward": {
         "bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd", TC_SHAPE, "TFLOP/s"),
@@ -601,6 +602,10 @@ def summary_json(run, out):
                 a, b = find(ch, spec[2], spec[4]), find(ch, spec[3], spec[4])
                 if a and b and b["ms"]:
                     v = a["ms"] / b["ms"]
+            elif kind == "value":
+                a = find(ch, spec[2], spec[3])
+                if a:
+                    v = value(a, spec[4])
             elif kind == "best":
                 rows = [r for r in benches.get(ch, []) if not r["error"] and not r["variant"].startswith(("anchor:", "tune:"))
                         and all(r["params"].get(k) == x for k, x in spec[3].items())]
