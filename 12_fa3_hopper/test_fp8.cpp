@@ -542,8 +542,14 @@ TEST_P(GpuFp8SoftExp2Forward, MatchesTheHostModel) {
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
 }
 
+std::string soft_exp2_name(const ::testing::TestParamInfo<std::tuple<int, int, bool>>& info) {
+  const auto [poly, N, causal] = info.param;
+  return "poly" + std::to_string(poly) + "_N" + std::to_string(N) + (causal ? "_causal" : "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8SoftExp2Forward,
-                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values(17, 1000), ::testing::Bool()));
+                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values(17, 1000), ::testing::Bool()),
+                         soft_exp2_name);
 
 TEST(CpuFp8SoftExp2, OnlyTheCompiledSplitsAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
