@@ -171,24 +171,29 @@ def test_attention_against_fp64(B, H, H_kv, N, N_kv, d, causal):
     check_against_reference(got, ref, f"B={B} H={H}/{H_kv} N={N} N_kv={N_kv} d={d} causal={causal}")
 
 
-@needs_gpu
-@pytest.mark.parametrize("d", [64, 128])
-@pytest.mark.parametrize("B,H,H_kv,N,N_kv", [s for s in EDGE if s[4] >= s[3]])
-def test_error_at_most_twice_sdpa(B, H, H_kv, N, N_kv, d):
+def at_most_twice_sdpa(q, k, v, do, got, ref, allowed, what):
     """flash-attention's criterion: against the fp64 result, the kernels' largest error is at most
-    twice that of PyTorch's attention in bf16 (plus a floor for exact zeros)."""
-    q, k, v, do = inputs(B, H, H_kv, N, N_kv, d, seed=N + d)
-    allowed = allowed_keys(N, N_kv, "causal")
-    got = run(q, k, v, do, causal=True)
-    ref = reference(q, k, v, do, allowed)
+    twice that of PyTorch's attention in bf16 (SDPA with the same boolean mask), plus a floor for
+    exact zeros."""
     qs, ks, vs = (x.detach().clone().requires_grad_() for x in (q, k, v))
-    g = H // H_kv
+    g = q.shape[1] // k.shape[1]
     o = F.scaled_dot_product_attention(qs, ks.repeat_interleave(g, 1), vs.repeat_interleave(g, 1), attn_mask=allowed)
     o.backward(do)
     sdpa = (o.detach(), qs.grad, ks.grad, vs.grad)
     for name, x, s, r in zip(("O", "dQ", "dK", "dV"), got, sdpa, ref):
         ours, theirs = (x.double() - r).abs().max().item(), (s.double() - r).abs().max().item()
-        assert ours <= 2 * theirs + 1e-5, f"{name}: max error {ours:.2e} > 2 x SDPA's {theirs:.2e}"
+        assert ours <= 2 * theirs + 1e-5, f"{what}: {name} max error {ours:.2e} > 2 x SDPA's {theirs:.2e}"
+
+
+@needs_gpu
+@pytest.mark.parametrize("d", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("B,H,H_kv,N,N_kv", [s for s in EDGE if s[4] >= s[3]])
+def test_error_at_most_twice_sdpa(B, H, H_kv, N, N_kv, d, causal):
+    q, k, v, do = inputs(B, H, H_kv, N, N_kv, d, seed=N + d)
+    allowed = allowed_keys(N, N_kv, "causal" if causal else "none")
+    got = run(q, k, v, do, causal=causal)
+    at_most_twice_sdpa(q, k, v, do, got, reference(q, k, v, do, allowed), allowed, f"N={N} N_kv={N_kv} d={d}")
 
 
 MASKED = [
@@ -222,6 +227,8 @@ def test_masks_and_score_modifiers_against_fp64(kw, H_kv):
     got = run(q, k, v, do, **kw)
     ref = reference(q, k, v, do, allowed, softcap=kw.get("softcap"), slopes=slopes)
     check_against_reference(got, ref, str(kw))
+    if "softcap" not in kw and slopes is None:  # SDPA takes a mask, not a score modifier
+        at_most_twice_sdpa(q, k, v, do, got, ref, allowed, str(kw))
 
 
 @needs_gpu
