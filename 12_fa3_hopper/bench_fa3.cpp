@@ -9,6 +9,8 @@
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
+//   anchor:cudnn/fp8/<keys>    cuDNN's FP8 forward on e4m3 Q, K, V quantised from the same bf16
+//                              inputs with one scale per tensor (what cuDNN takes), O in e4m3
 // <keys> as chapter 10's bench: /d=../N=../B=../H=..[/H_kv=..]/causal=0|1. TFLOP/s with the
 // FA convention (common/work.h): 4 B H N N_kv d, halved causal, for bf16 and FP8 alike.
 #include <cuda_fp8.h>
@@ -85,6 +87,42 @@ const fa3::Fp8Buffers& fp8_data(const AttentionShape& s) {
   return *e;
 }
 
+// cuDNN's FP8 inputs: Q, K, V in e4m3 in the bf16 layouts with one scale each. quantize_fp8 writes
+// Q and K so (per-tensor scaling); V in that layout is its K8 when V is passed in K's place.
+struct CudnnFp8Inputs {
+  fa3::Fp8Buffers qk, v;
+};
+const CudnnFp8Inputs& cudnn_fp8_data(const AttentionShape& s) {
+  static std::map<std::string, std::unique_ptr<CudnnFp8Inputs>> cache;
+  std::unique_ptr<CudnnFp8Inputs>& e = cache[s.str()];
+  if (!e) {
+    const bf16 *Q = ladder::bench_input<bf16>(s.elems(), 1), *K = ladder::bench_input<bf16>(s.kv_elems(), 2),
+               *V = ladder::bench_input<bf16>(s.kv_elems(), 3);
+    e.reset(new CudnnFp8Inputs{fa3::quantize_fp8(s, Q, K, V, {fa3::Fp8Scaling::PerTensor, false}),
+                               fa3::quantize_fp8(s, Q, V, V, {fa3::Fp8Scaling::PerTensor, false})});
+  }
+  return *e;
+}
+
+void bench_cudnn_fp8(benchmark::State& state, AttentionShape s) {
+  if (!ladder::gpu_or_skip(state)) return;
+  static std::map<std::string, std::unique_ptr<ladder::CudnnAttention>> cache;
+  std::unique_ptr<ladder::CudnnAttention>& cudnn = cache[s.str()];
+  if (!cudnn) cudnn.reset(new ladder::CudnnAttention(s));
+  if (const std::string why = cudnn->unsupported_reason(ladder::CudnnAttention::Pass::ForwardFp8); !why.empty())
+    return state.SkipWithError(why.c_str());
+  const CudnnFp8Inputs& in = cudnn_fp8_data(s);
+  std::uint8_t* O8 = ladder::bench_output<std::uint8_t>(s.elems(), 0);
+  float* L = ladder::bench_output<float>(s.rows(), 0);
+  ladder::run_gpu(
+      state,
+      [&] {
+        cudnn->forward_fp8(in.qk.Q8.data(), in.qk.K8.data(), in.v.K8.data(), in.qk.descale_q.data(),
+                           in.qk.descale_k.data(), in.v.descale_k.data(), O8, L);
+      },
+      ladder::attention_fwd_work(s, 1));
+}
+
 void bench_fp8(benchmark::State& state, AttentionShape s, int poly_eighths = 0) {
   if (!ladder::gpu_or_skip(state)) return;
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
@@ -119,6 +157,7 @@ const bool registered = [] {
       ladder::gpu_benchmark("tune:intrawg_stages3" + k,
                             [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
+      ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
       for (int poly : {2, 4})  // part of the exponentials on the FMA pipes (soft_exp2.h)
         ladder::gpu_benchmark("tune:fp8_poly" + std::to_string(poly) + k,
                               [s, poly](benchmark::State& st) { bench_fp8(st, s, poly); });

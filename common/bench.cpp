@@ -69,6 +69,7 @@ template const float* bench_input<float>(std::size_t, std::uint64_t);
 template const bf16* bench_input<bf16>(std::size_t, std::uint64_t);
 template float* bench_output<float>(std::size_t, int);
 template bf16* bench_output<bf16>(std::size_t, int);
+template std::uint8_t* bench_output<std::uint8_t>(std::size_t, int);  // FP8 (e4m3) outputs
 
 benchmark::internal::Benchmark* gpu_benchmark(const std::string& name, std::function<void(benchmark::State&)> fn) {
   return benchmark::RegisterBenchmark(name.c_str(), std::move(fn))

@@ -34,7 +34,8 @@ void run_gpu(benchmark::State& state, const std::function<void()>& work, const W
 // exit.
 //   bench_input<T>(n, seed): n random values in [-1, 1) (the same seed gives the same data),
 //                            T = float (default) or ladder::bf16 (the same values, rounded)
-//   bench_output<T>(n, slot): n elements of scratch (poisoned once), one buffer per (T, n, slot)
+//   bench_output<T>(n, slot): n elements of scratch (poisoned once), one buffer per (T, n, slot);
+//                             T = float, ladder::bf16 or std::uint8_t (e4m3 bytes)
 template <class T = float>
 const T* bench_input(std::size_t n, std::uint64_t seed);
 template <class T = float>

@@ -11,7 +11,9 @@
 #include <cudnn_frontend.h>
 
 #include <cstdint>
+#include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "cuda_check.h"
 #include "device.h"
@@ -28,7 +30,25 @@ namespace fe = cudnn_frontend;
 namespace {
 
 // How execute() is told which pointer is which tensor.
-enum Uid : std::int64_t { kQ = 1, kK, kV, kO, kL, kdO, kdQ, kdK, kdV };
+enum Uid : std::int64_t {
+  kQ = 1,
+  kK,
+  kV,
+  kO,
+  kL,
+  kdO,
+  kdQ,
+  kdK,
+  kdV,
+  kDescaleQ,
+  kDescaleK,
+  kDescaleV,
+  kDescaleS,
+  kScaleS,
+  kScaleO,
+  kAmaxS,
+  kAmaxO  // FP8's scalars
+};
 
 using Tensor = std::shared_ptr<fe::graph::Tensor_attributes>;
 
@@ -60,16 +80,43 @@ void mask(Options& opt, const AttentionShape& s) {
       .set_diagonal_band_right_bound(0);
 }
 
+// FP8's per-tensor scales and amaxes: fp32 scalars on the device.
+Tensor scalar(fe::graph::Graph& g, const char* name, Uid uid) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({1, 1, 1, 1})
+                      .set_stride({1, 1, 1, 1})
+                      .set_data_type(fe::DataType_t::FLOAT));
+}
+
 std::shared_ptr<fe::graph::Graph> make_graph(const AttentionShape& s, CudnnAttention::Pass pass) {
   auto g = std::make_shared<fe::graph::Graph>();
-  // bf16 in and out; scores, softmax and accumulators in fp32, as in the chapters' kernels.
-  g->set_io_data_type(fe::DataType_t::BFLOAT16)
+  // bf16 (or e4m3) in and out; scores, softmax and accumulators in fp32, as in the chapters' kernels.
+  g->set_io_data_type(pass == CudnnAttention::Pass::ForwardFp8 ? fe::DataType_t::FP8_E4M3 : fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   const std::int64_t B = s.B, H = s.H, H_kv = s.hkv(), N = s.N, N_kv = s.nkv(), d = s.d;
   const Tensor Q = input(*g, "Q", kQ, B, H, N, d), K = input(*g, "K", kK, B, H_kv, N_kv, d),
                V = input(*g, "V", kV, B, H_kv, N_kv, d);
-  if (pass == CudnnAttention::Pass::Forward) {
+  if (pass == CudnnAttention::Pass::ForwardFp8) {
+    auto opt =
+        fe::graph::SDPA_fp8_attributes().set_name("forward_fp8").set_generate_stats(true).set_attn_scale(s.scale());
+    mask(opt, s);
+    const auto [O, L, amax_s, amax_o] =
+        g->sdpa_fp8(Q, K, V, scalar(*g, "descale_q", kDescaleQ), scalar(*g, "descale_k", kDescaleK),
+                    scalar(*g, "descale_v", kDescaleV), scalar(*g, "descale_s", kDescaleS),
+                    scalar(*g, "scale_s", kScaleS), scalar(*g, "scale_o", kScaleO), opt);
+    output(O, "O", kO, B, H, N, d);
+    output(L, "L", kL, B, H, N, 1);
+    for (const auto& [t, name, uid] : {std::tuple{amax_s, "amax_s", kAmaxS}, std::tuple{amax_o, "amax_o", kAmaxO}})
+      t->set_name(name)
+          .set_uid(uid)
+          .set_output(true)
+          .set_dim({1, 1, 1, 1})
+          .set_stride({1, 1, 1, 1})
+          .set_data_type(fe::DataType_t::FLOAT);
+  } else if (pass == CudnnAttention::Pass::Forward) {
     auto opt = fe::graph::SDPA_attributes().set_name("forward").set_generate_stats(true).set_attn_scale(s.scale());
     mask(opt, s);
     const auto [O, L] = g->sdpa(Q, K, V, opt);
@@ -105,15 +152,24 @@ cudnnHandle_t handle() {
   return h;
 }
 
-const char* name(CudnnAttention::Pass pass) { return pass == CudnnAttention::Pass::Forward ? "forward" : "backward"; }
+const char* name(CudnnAttention::Pass pass) {
+  switch (pass) {
+    case CudnnAttention::Pass::Forward: return "forward";
+    case CudnnAttention::Pass::Backward: return "backward";
+    case CudnnAttention::Pass::ForwardFp8: return "FP8 forward";
+  }
+  return "?";
+}
 
 }  // namespace
 
 struct CudnnAttention::Plans {
-  std::shared_ptr<fe::graph::Graph> graph[2];  // by Pass; null until built, or when unsupported
-  std::string why[2];                          // the reason a pass is unsupported
-  bool tried[2] = {false, false};
-  DeviceBuffer<unsigned char> workspace;  // the larger of the two passes' needs
+  std::shared_ptr<fe::graph::Graph> graph[3];  // by Pass; null until built, or when unsupported
+  std::string why[3];                          // the reason a pass is unsupported
+  bool tried[3] = {false, false, false};
+  DeviceBuffer<unsigned char> workspace;  // the largest of the passes' needs
+  // FP8: descale_s, scale_s, scale_o in, amax_s, amax_o out (uploaded when the FP8 plan is built).
+  DeviceBuffer<float> fp8_scalars;
 };
 
 std::string CudnnAttention::unavailable_reason() {
@@ -156,6 +212,8 @@ std::string CudnnAttention::unsupported_reason(Pass pass) {
       if (std::size_t(bytes) > plans_->workspace.size())
         plans_->workspace = DeviceBuffer<unsigned char>(static_cast<std::size_t>(bytes));
       plans_->graph[i] = g;
+      if (pass == Pass::ForwardFp8)  // P <= 1 quantised at scale 448 (e4m3's largest), O at scale 1
+        plans_->fp8_scalars = DeviceBuffer<float>(std::vector<float>{1.0f / 448.0f, 448.0f, 1.0f, 0.0f, 0.0f});
     }
   }
   return plans_->why[i];
@@ -180,6 +238,31 @@ void CudnnAttention::forward(const bf16* Q, const bf16* K, const bf16* V, bf16* 
   std::unordered_map<std::int64_t, void*> pointers = {
       {kQ, const_cast<bf16*>(Q)}, {kK, const_cast<bf16*>(K)}, {kV, const_cast<bf16*>(V)}, {kO, O}, {kL, L}};
   execute(*plans_->graph[0], pointers, plans_->workspace.data(), stream, who);
+}
+
+void CudnnAttention::forward_fp8(const std::uint8_t* Q8, const std::uint8_t* K8, const std::uint8_t* V8,
+                                 const float* descale_q, const float* descale_k, const float* descale_v,
+                                 std::uint8_t* O8, float* L, cudaStream_t stream) {
+  const std::string who = "cuDNN attention FP8 forward (" + s_.str() + ")";
+  check_pointers(who, {{"Q8", Q8}, {"K8", K8}, {"V8", V8}, {"O8", O8}, {"L", L}}, 16);
+  check_pointers(who, {{"descale_q", descale_q}, {"descale_k", descale_k}, {"descale_v", descale_v}}, 4);
+  if (const std::string why = unsupported_reason(Pass::ForwardFp8); !why.empty())
+    throw std::invalid_argument(who + ": " + why);
+  float* scalars = plans_->fp8_scalars.data();
+  std::unordered_map<std::int64_t, void*> pointers = {{kQ, const_cast<std::uint8_t*>(Q8)},
+                                                      {kK, const_cast<std::uint8_t*>(K8)},
+                                                      {kV, const_cast<std::uint8_t*>(V8)},
+                                                      {kO, O8},
+                                                      {kL, L},
+                                                      {kDescaleQ, const_cast<float*>(descale_q)},
+                                                      {kDescaleK, const_cast<float*>(descale_k)},
+                                                      {kDescaleV, const_cast<float*>(descale_v)},
+                                                      {kDescaleS, scalars},
+                                                      {kScaleS, scalars + 1},
+                                                      {kScaleO, scalars + 2},
+                                                      {kAmaxS, scalars + 3},
+                                                      {kAmaxO, scalars + 4}};
+  execute(*plans_->graph[2], pointers, plans_->workspace.data(), stream, who);
 }
 
 void CudnnAttention::backward(const bf16* Q, const bf16* K, const bf16* V, const bf16* O, const float* L,
@@ -219,6 +302,11 @@ CudnnAttention::~CudnnAttention() = default;
 std::string CudnnAttention::unsupported_reason(Pass) { return unavailable_reason(); }
 
 void CudnnAttention::forward(const bf16*, const bf16*, const bf16*, bf16*, float*, cudaStream_t) {
+  throw std::invalid_argument("cuDNN attention: " + unavailable_reason());
+}
+
+void CudnnAttention::forward_fp8(const std::uint8_t*, const std::uint8_t*, const std::uint8_t*, const float*,
+                                 const float*, const float*, std::uint8_t*, float*, cudaStream_t) {
   throw std::invalid_argument("cuDNN attention: " + unavailable_reason());
 }
 

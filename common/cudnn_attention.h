@@ -17,6 +17,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -29,7 +30,7 @@ class CudnnAttention {
  public:
   // The head dims it is compared at: the bf16 chapters' (cuDNN itself takes more).
   static constexpr int kSupportedD[] = {64, 128};
-  enum class Pass { Forward, Backward };
+  enum class Pass { Forward, Backward, ForwardFp8 };
 
   // "" when cuDNN's attention can run in this process; otherwise why not: not built (its
   // headers were not found at configure time), no GPU, or a cuDNN older than 9.
@@ -53,6 +54,13 @@ class CudnnAttention {
   // for a null, host or not 16-byte aligned pointer; std::runtime_error with cuDNN's
   // message when cuDNN fails.
   void forward(const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L, cudaStream_t stream = nullptr);
+  // The forward on FP8 (e4m3) operands, as cuDNN takes them (its own samples' fp8_fwd): Q8, K8, V8
+  // in the bf16 layouts, each with one descale (a device scalar: real = stored x descale), P
+  // quantised to e4m3 with scale 448 (P <= 1), O written in e4m3 with scale 1 (|O| <= max |V|),
+  // L as forward(). The anchor of chapter 12's FP8 forward; throws as forward().
+  void forward_fp8(const std::uint8_t* Q8, const std::uint8_t* K8, const std::uint8_t* V8, const float* descale_q,
+                   const float* descale_k, const float* descale_v, std::uint8_t* O8, float* L,
+                   cudaStream_t stream = nullptr);
   // dQ [B, H, N, d], dK and dV [B, H_kv, N_kv, d] (GQA: summed over each group's query
   // heads) from the forward's O and L and the upstream gradient dO. Throws as forward().
   void backward(const bf16* Q, const bf16* K, const bf16* V, const bf16* O, const float* L, const bf16* dO, bf16* dQ,

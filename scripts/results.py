@@ -526,7 +526,8 @@ SUMMARY = {
                               dict(SDPA_D128, impl="cudnn"), "fwd_tflops"),
         "fwd_vs_cudnn": ("ratio", "12_fa3_hopper", "fwd", "anchor:cudnn/fwd", TC_SHAPE, "TFLOP/s"),
         "fp8_vs_bf16": ("ratio", "12_fa3_hopper", "fp8", "fwd", TC_SHAPE, "TFLOP/s"),
-        "fp8_tflops": ("value", "12_fa3_hopper", "fp8", TC_SHAPE, "TFLOP/s")},
+        "fp8_tflops": ("value", "12_fa3_hopper", "fp8", TC_SHAPE, "TFLOP/s"),
+        "fp8_vs_cudnn_fp8": ("ratio", "12_fa3_hopper", "fp8", "anchor:cudnn/fp8", TC_SHAPE, "TFLOP/s")},
     # 13_ring_attention: its run (13_ring_attention/run_two_gpu.sh) writes bench/13_ring_attention.summary.json.
     "14_fa3_backward": {
         "bwd_vs_cudnn": ("ratio", "14_fa3_backward", "bwd", "anchor:cudnn/bwd", TC_SHAPE, "TFLOP/s"),
