@@ -4,10 +4,13 @@
 #
 # Found from, in this order:
 #   -DCUDNN_ROOT=<dir> (or $CUDNN_ROOT)          a cuDNN with include/ and lib/
-#   the CUDA toolkit                             include/cudnn.h, lib/ or lib64/libcudnn.so
 #   PyTorch's nvidia-cudnn-cu* wheel             python3 -c "import nvidia.cudnn": its include/ and lib/
+#   the CUDA toolkit                             include/cudnn.h, lib/ or lib64/libcudnn.so
 #   -DCUDNN_FRONTEND_INCLUDE_DIR=<dir>           cudnn_frontend.h; default .deps/cudnn_frontend/include,
 #                                                where scripts/fetch_cudnn_frontend.sh puts it
+# PyTorch's before the toolkit's: the chapters' "cuDNN two ways" tables set this anchor beside
+# PyTorch's SDPA, and the two builds can differ (a toolkit's 9.14 beside PyTorch's 9.19 on the same
+# machine): with PyTorch's cuDNN both routes run one library, and the tables compare routes only.
 # Gives the target ladder_cudnn (headers, libcudnn, LADDER_HAVE_CUDNN) when all is found.
 
 set(CUDNN_ROOT "$ENV{CUDNN_ROOT}" CACHE PATH "A cuDNN 9 installation (include/, lib/)")
@@ -24,10 +27,14 @@ if(LADDER_PYTHON3)
     OUTPUT_VARIABLE ladder_cudnn_wheel OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
 endif()
 
-find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include ${CUDAToolkit_INCLUDE_DIRS} ${ladder_cudnn_wheel}/include)
+set(ladder_cudnn_wheel_include "")
+if(ladder_cudnn_wheel)
+  set(ladder_cudnn_wheel_include ${ladder_cudnn_wheel}/include)
+endif()
+find_path(CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDNN_ROOT}/include ${ladder_cudnn_wheel_include} ${CUDAToolkit_INCLUDE_DIRS})
 # The wheel ships libcudnn.so.9 without the unversioned link.
-find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9
-  HINTS ${CUDNN_ROOT} ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${ladder_cudnn_wheel}
+find_library(CUDNN_LIBRARY NAMES cudnn libcudnn.so.9 NAMES_PER_DIR
+  HINTS ${CUDNN_ROOT} ${ladder_cudnn_wheel} ${CUDAToolkit_LIBRARY_ROOT} ${CUDAToolkit_LIBRARY_DIR}
   PATH_SUFFIXES lib lib64)
 
 set(ladder_cudnn_missing "")
