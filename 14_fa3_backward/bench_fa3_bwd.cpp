@@ -7,6 +7,9 @@
 //   anchor:cudnn/bwd/<keys>    cuDNN's attention backward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
 //   anchor:cudnn/train/<keys>  cuDNN's forward, then its backward
+//   part:pre/<keys>, part:post/<keys>  the pre- and post-processing kernels alone (D and L in log2
+//                              with the dQ accumulator zeroed; dQ rounded to bf16): their share of
+//                              bwd, in time (no FLOPs of their own)
 // O and L come from chapter 12's forward on the same inputs (cuDNN's from its own forward).
 // <keys> as chapters 10 and 12. TFLOP/s with the FA convention (common/work.h): backward 2.5x
 // the forward's 4 B H N N_kv d, halved causal; train counts forward + backward.
@@ -20,6 +23,7 @@
 #include "bench.h"
 #include "cudnn_attention.h"
 #include "fa3_bwd.h"
+#include "fa3_bwd_config.h"
 
 namespace {
 
@@ -81,6 +85,29 @@ void bench_cudnn(benchmark::State& state, AttentionShape s, bool train) {
   ladder::run_gpu(state, bwd, ladder::attention_bwd_work(s, 2));
 }
 
+enum class Part { Pre, Post };
+void bench_part(benchmark::State& state, AttentionShape s, Part part) {
+  if (!ladder::gpu_or_skip(state)) return;
+  if (const std::string why = fa3bwd::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
+  const Tensors t = tensors(s, fa3bwd::backward_workspace_floats(s));
+  fa3::forward(s, t.Q, t.K, t.V, t.O, t.L);
+  // The backward's checks, once; then the one kernel, timed alone, on the workspace as fa3_bwd.h
+  // lays it out: L2 and D ([B, H, N_pad] each), then the dQ accumulator.
+  const fa3bwd::detail::Prepared run = fa3bwd::detail::prepare(
+      "part", s, {t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace}, fa3bwd::kBestStep, nullptr);
+  const std::size_t rows = s.heads() * std::size_t(fa3bwd::layout::padded_rows(s.N));
+  float *L2 = t.workspace, *D = L2 + rows, *dQ_acc = D + rows;
+  ladder::run_gpu(
+      state,
+      [&] {
+        if (part == Part::Pre)
+          fa3bwd::detail::launch_preprocess(run.s, t.O, t.dO, t.L, L2, D, dQ_acc, nullptr);
+        else
+          fa3bwd::detail::launch_postprocess(run.s, dQ_acc, t.dQ, nullptr);
+      },
+      ladder::Work{});
+}
+
 const bool registered = [] {
   // The anchor shapes of chapters 10 and 12: B4 H16 N4096 at d = 64 and 128, B1 H16 N16384 at
   // d = 128, dense and causal; GQA 32:8 causal.
@@ -103,6 +130,8 @@ const bool registered = [] {
     ladder::gpu_benchmark("train" + k,
                           [s](benchmark::State& st) { bench_ours(st, s, Ours::Train, fa3bwd::kBestStep); });
     ladder::gpu_benchmark("anchor:cudnn/train" + k, [s](benchmark::State& st) { bench_cudnn(st, s, true); });
+    ladder::gpu_benchmark("part:pre" + k, [s](benchmark::State& st) { bench_part(st, s, Part::Pre); });
+    ladder::gpu_benchmark("part:post" + k, [s](benchmark::State& st) { bench_part(st, s, Part::Post); });
   }
   return true;
 }();

@@ -70,8 +70,9 @@ CONFIG = {
                                          ("step:atomic", "step:bulk", "atomic step time / bulk step time"),
                                          ("step:deterministic", "step:bulk", "deterministic time / fast (bulk) time"),
                                          ("anchor:cudnn/train", "train",
-                                          "cuDNN's training step time / chapters 12 + 14's")]),
-    "16_attention_in_a_model": dict(metric="tok/s", baseline="sdpa_cudnn", plot=False),
+                                          "cuDNN's training step time / chapters 12 + 14's"),
+                                         ("part:pre", "bwd", "pre-processing time / the whole backward's"),
+                                         ("part:post", "bwd", "post-processing time / the whole backward's")]),
     "15_attention_variants": dict(metric="TFLOP/s", plot=False, flex=True,
                                   baseline_of={"fwd:causal": "anchor:fa3_causal/fwd", "bwd:causal": "anchor:fa3_causal/bwd",
                                                "train:documents": None},
@@ -79,6 +80,7 @@ CONFIG = {
                                                 f"{'forward' if p == 'fwd' else 'backward'} time at {t}% of the tiles / dense"
                                                 " (target <= 1.2x the fraction of tiles visited)")
                                                for p in ("fwd", "bwd") for t in (10, 25, 50)]),
+    "16_attention_in_a_model": dict(metric="tok/s", baseline="sdpa_cudnn", plot=False),
 }
 
 # Chapter 15 against FlexAttention (anchors2.json, kind flex_bf16) at its three masks.
@@ -225,7 +227,8 @@ def peak_section(rows, cfg):
             ours = [r for v in which for r in here if r["variant"] == v]
         if not ours:
             continue
-        anchors = ", ".join(f"`{r['variant']}` {frac(r)}" for r in here if r["variant"].startswith("anchor:"))
+        anchors = ", ".join(f"`{r['variant']}` {frac(r)}" for r in here
+                            if r["variant"].startswith("anchor:") and "fp8" not in r["variant"])
         lines.append(f"| {s} | " + ", ".join(f"`{r['variant']}` {frac(r)}" for r in ours) + f" | {anchors} |")
     if not lines:
         return ""
