@@ -93,7 +93,7 @@ ladder::AttentionShape plain_shape(const ladder::AttentionShape& s, const Varian
 }
 
 // Chapter 12's step table: causal attention at d = 128 without GQA (a GPT's) runs fastest with the
-// persistent step, its rows heaviest first; everything else with the chapter's default.
+// persistent step; everything else with the chapter's default.
 fa3::ForwardOptions fa3_options(const ladder::AttentionShape& s) {
   fa3::ForwardOptions o;
   o.step = s.causal && s.d == 128 && s.group() == 1 ? fa3::Step::Persistent : fa3::kBestStep;
