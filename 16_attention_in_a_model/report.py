@@ -11,6 +11,9 @@ BENCH_DIR/16_attention_in_a_model.summary.json
                                          (|ladder - SDPA cuDNN| / SDPA cuDNN, final validation loss,
                                          same seed), decode_vs_sdpa (tokens/s at batch 32 on the 32K
                                          cache, over the fastest SDPA backend that ran)
+MODEL_DIR/report.md                      what the tokens/s table leaves out: per training run its
+                                         peak memory, final validation loss and attention's share
+                                         of the GPU time; the greedy samples' agreement
 stdout                                   the summary line, PASS or FAIL first: PASS when every run
                                          trained to a finite loss and the ladder's final validation
                                          loss is within the spread of two SDPA seeds
@@ -26,6 +29,28 @@ def load(path):
 
 def runs(doc):
     return {r["attn"]: r for r in (doc or {}).get("runs", [])}
+
+
+def fmt(v, spec):
+    return "n/a" if v is None else format(v, spec)
+
+
+def markdown(docs, gen):
+    """report.md: the training runs' other columns, and how the greedy continuations compare."""
+    lines = ["| run | attention | tokens/s | peak memory (GiB) | final val loss | attention's share of GPU time |",
+             "|---|---|---:|---:|---:|---:|"]
+    for label, doc in docs:
+        for attn, r in runs(doc).items():
+            share = (r.get("profile") or {}).get("attention_share_of_gpu_time")
+            peak = r.get("peak_memory_bytes")
+            lines.append(f"| {label} | `{attn}` | {fmt(r['tokens_per_s'], '.0f')} | "
+                         f"{fmt(peak / 2**30 if peak else None, '.2f')} | {fmt(r['final_val_loss'], '.4f')} | "
+                         f"{fmt(share, '.2f')} |")
+    for a in (gen or {}).get("agreement", []):
+        lines.append("")
+        lines.append(f"Greedy continuation, `{a['attn']}` against `{a['reference']}`: " +
+                     ("identical." if a["identical"] else f"the first {a['first_difference']} new tokens agree."))
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -56,6 +81,9 @@ def main():
                or first.get("gpu"), "timing": first.get("timing"),
                "executable": "16_attention_in_a_model/run_model.sh (train.py, generate.py)"}
     (bench / "16_attention_in_a_model.json").write_text(json.dumps({"context": context, "benchmarks": rows}, indent=1))
+    docs = [(f"T={d['config']['seq']} B={d['config']['batch']}" + (", seed 2" if d is seed2 else ""), d)
+            for d in (long_, seed2, short) if d]
+    (model / "report.md").write_text(markdown(docs, gen))
 
     summary, words, ok = {}, [], True
     t = runs(long_)

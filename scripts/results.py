@@ -755,6 +755,8 @@ def main():
             for f in sorted((run / "model").glob("*")):
                 if f.suffix in (".json", ".png"):
                     shutil.copy(f, d / f.name)
+            if (run / "model" / "report.md").exists():  # report.py: memory, losses, attention's share
+                extra += "\n" + (run / "model" / "report.md").read_text()
         if chapter in HOOKS:  # a chapter's own figures (the spilling heatmap)
             r = subprocess.run([sys.executable, *map(str, HOOKS[chapter](run, d))], capture_output=True, text=True)
             if r.returncode:
