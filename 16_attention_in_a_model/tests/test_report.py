@@ -47,6 +47,8 @@ def test_the_keys_are_the_ratios_of_the_runs(tmp_path):
     names = {r["name"] for r in rows}
     assert "ladder/step=train/T=8192/B=2/d=128" in names and "sdpa_cudnn/step=decode/N_kv=32768/B=32" in names
     assert next(r for r in rows if r["name"].startswith("sdpa_cudnn/step=decode"))["error_occurred"]
+    md = (tmp_path / "model" / "report.md").read_text()
+    assert "| T=8192 B=2 | `ladder` | 110 |" in md and "T=8192 B=2, seed 2" in md
 
 
 def test_a_loss_outside_the_seed_spread_fails(tmp_path):
