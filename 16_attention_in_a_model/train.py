@@ -292,8 +292,12 @@ def train_one(attn, args, corpus, val_batches, device):
             x, y = corpus.get_batch("train", args.batch, args.seq, gen, device)
             train_step(run_model, opt, x, y, lr_at(args.steps - 1, args), device)
 
-        prof = profile_attention(step, args.profile_steps)
-        prof["attention_share_of_step_time"] = prof["attention_ms_per_step"] / median if median else None
+        try:  # a measurement beside the run: if the profiler fails, the run's figures still stand
+            prof = profile_attention(step, args.profile_steps)
+            prof["attention_share_of_step_time"] = prof["attention_ms_per_step"] / median if median else None
+        except Exception as e:  # noqa: BLE001
+            prof = {"error": f"{type(e).__name__}: {e}"[:300]}
+            print(f"  [{attn}] profiler failed: {prof['error']}", file=sys.stderr)
     run = {
         "attn": attn,
         "params": model.num_params(),
@@ -315,7 +319,7 @@ def summary(run):
         parts.append(f"{run['tokens_per_s']:.0f} tok/s (step {run['step_ms']['median']:.2f} ms)")
     if run["peak_memory_bytes"] is not None:
         parts.append(f"peak {run['peak_memory_bytes'] / 2**30:.2f} GiB")
-    if run["profile"] and run["profile"]["attention_share_of_gpu_time"] is not None:
+    if run["profile"] and run["profile"].get("attention_share_of_gpu_time") is not None:
         parts.append(f"attention {100 * run['profile']['attention_share_of_gpu_time']:.1f}% of GPU time")
     parts.append(f"final val loss {fmt(run['final_val_loss'])}")
     return " ".join(parts)
