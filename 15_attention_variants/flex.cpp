@@ -79,7 +79,7 @@ namespace detail {
 
 void check_variant(const std::string& who, const ladder::AttentionShape& shape, const BlockMaskView& v, int B_r,
                    bool backward) {
-  const int supported_d[] = {128};
+  const int supported_d[] = {64, 128};
   const ladder::AttentionShape s = ladder::validate(shape, supported_d, ladder::KvHeads::Any);
   if (s.causal)
     throw std::invalid_argument(who +

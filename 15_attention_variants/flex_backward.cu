@@ -6,19 +6,25 @@
 namespace variants {
 
 namespace {
-using Cfg = fa3bwd::detail::Cfg<128, fa3bwd::Step::BulkReduce>;
-}
+// At each head dim chapter 14 compiles; the query step is 64 rows at both.
+template <int d>
+using Cfg = fa3bwd::detail::Cfg<d, fa3bwd::Step::BulkReduce>;
+static_assert(Cfg<64>::B_r == kBackwardB_r && Cfg<128>::B_r == kBackwardB_r, "flex.h's backward tile");
+}  // namespace
 
 template <class Mask, class Score>
 void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& score, const DeviceBlockMask& bm,
               const bf16* Q, const bf16* K, const bf16* V, const bf16* O, const float* L, const bf16* dO, bf16* dQ,
               bf16* dK, bf16* dV, float* workspace, cudaStream_t stream) {
   const std::string who = "variants::backward";
-  detail::check_variant(who, s, bm.q(), Cfg::B_r, true);
+  detail::check_variant(who, s, bm.q(), kBackwardB_r, true);
   const fa3bwd::detail::Prepared run =
-      fa3bwd::detail::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, Cfg::kStep, stream);
+      fa3bwd::detail::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, fa3bwd::Step::BulkReduce, stream);
   const detail::FlexBackward<Mask, Score> var{mask, score, bm.q(), run.s.H};
-  fa3bwd::detail::launch_cfg<Cfg>(run.s, {Q, K, V, dO}, run.p, var, stream);
+  if (run.s.d == 64)
+    fa3bwd::detail::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, stream);
+  else
+    fa3bwd::detail::launch_cfg<Cfg<128>>(run.s, {Q, K, V, dO}, run.p, var, stream);
   fa3bwd::detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }
 

@@ -79,8 +79,9 @@ TEST(CpuFlex, CausalShapesHeadDimsAndGqaHeadMasksAreRefused) {
   v.B_r = 128, v.B_c = 128, v.rows = 1, v.len = 1;
   const auto check = [&](const AttentionShape& s) { variants::detail::check_variant("f", s, v, 128, false); };
   EXPECT_THROW(check(attention_shape(1, 1, 1, 100, 100, 128, true)), std::invalid_argument);  // causal: a mask here
-  EXPECT_THROW(check(attention_shape(1, 1, 1, 100, 100, 64, false)), std::invalid_argument);  // d = 128 only
+  EXPECT_THROW(check(attention_shape(1, 1, 1, 100, 100, 96, false)), std::invalid_argument);  // d in {64, 128}
   EXPECT_NO_THROW(check(attention_shape(1, 1, 1, 100, 100, 128, false)));
+  EXPECT_NO_THROW(check(attention_shape(1, 1, 1, 100, 100, 64, false)));
   v.H = 4, v.B_r = 64, v.rows = 1, v.len = 2;  // a head-dependent mask, GQA 4:2
   EXPECT_THROW(variants::detail::check_variant("b", attention_shape(1, 4, 2, 100, 100, 128, false), v, 64, true),
                std::invalid_argument);
@@ -120,17 +121,18 @@ TEST(CpuFlex, TheWalkOrderIsAPermutationHeaviestFirst) {
 // ---- GPU: against the fp64 reference ------------------------------------------------------------
 
 // Every built-in on a length that is not a multiple of any tile, N_q = N_kv and both ways apart
-// (rows that see no key: window, causal and ALiBi with N_q > N_kv).
+// (rows that see no key: window, causal and ALiBi with N_q > N_kv), at both head dims.
 TEST(GpuFlex, EveryBuiltInMatchesTheReference) {
   VARIANTS_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
   const int N = ladder::small_mode() ? 150 : 1000, M = ladder::small_mode() ? 70 : 300;
-  for (Kind k : {Kind::Dense, Kind::Causal, Kind::Window, Kind::PrefixLM, Kind::Softcap, Kind::Alibi, Kind::Tiles}) {
-    Variant v = variant(k);
-    v.window = 100, v.prefix = 37, v.cap = 2.0f;  // a cap the logits reach: tanh bends them
-    for (const auto& [n, n_kv] : {std::pair{N, N}, std::pair{N, M}, std::pair{M, N}})
-      expect_correct(v, attention_shape(2, 4, 2, n, n_kv, 128, false), seed);
-  }
+  for (int d : {128, 64})
+    for (Kind k : {Kind::Dense, Kind::Causal, Kind::Window, Kind::PrefixLM, Kind::Softcap, Kind::Alibi, Kind::Tiles}) {
+      Variant v = variant(k);
+      v.window = 100, v.prefix = 37, v.cap = 2.0f;  // a cap the logits reach: tanh bends them
+      for (const auto& [n, n_kv] : {std::pair{N, N}, std::pair{N, M}, std::pair{M, N}})
+        expect_correct(v, attention_shape(2, 4, 2, n, n_kv, d, false), seed);
+    }
 }
 
 // Documents: lengths 1, 17, a long one and others (one packed sequence), GQA 8:2.
@@ -141,7 +143,7 @@ TEST(GpuFlex, DocumentsOfEveryLength) {
   v.doc_lengths = ladder::small_mode() ? std::vector<int>{1, 17, 130, 1, 50} : std::vector<int>{1, 17, 1000, 1, 300, 2};
   int N = 0;
   for (int n : v.doc_lengths) N += n;
-  expect_correct(v, attention_shape(1, 8, 2, N, N, 128, false), seed);
+  for (int d : {128, 64}) expect_correct(v, attention_shape(1, 8, 2, N, N, d, false), seed);
 }
 
 // Windows of width 1 (each query its own key alone), and wider than the sequence (causal).

@@ -69,10 +69,6 @@ Kernels choose(const ladder::AttentionShape& shape, const Variant& v, bool hoppe
     throw std::invalid_argument(std::string(any_gpu ? "this GPU has no sm_90a: " : "no usable GPU: ") +
                                 "masks other than causal and score modifiers run on chapter 15's kernels (an "
                                 "H100/H200); dense and causal attention need compute capability 8.0 or later");
-  if (s.d != 128)
-    throw std::invalid_argument("head dim d=" + std::to_string(s.d) +
-                                ": chapter 15's kernels (masks other than causal, score modifiers) are compiled "
-                                "for d = 128 only; dense and causal attention take d in {64, 128}");
   return Kernels::Flex;
 }
 

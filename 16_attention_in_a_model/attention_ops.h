@@ -3,7 +3,7 @@
 // kernel answers is decided here, on the host, before any launch:
 //   dense or causal          chapter 12's forward and chapter 14's backward (FA3, sm_90a)
 //   another mask, a score    chapter 15's forward and backward with that mask and modifier
-//     modifier, documents    compiled in (FlexAttention's idea; sm_90a, d = 128)
+//     modifier, documents    compiled in (FlexAttention's idea; sm_90a)
 //   dense or causal on a     chapter 10's forward and backward (FA2 on mma.sync, sm_80 and later)
 //     GPU without sm_90a
 // Decoding is chapter 11's split-KV kernel (fdec::decode), called as it is.
@@ -52,8 +52,8 @@ const char* name(Kernels k);  // "fa3 (chapters 12, 14)", "flex (chapter 15)", "
 
 // The choice, as pure arithmetic on what the GPU offers (hopper: this process can run sm_90a
 // code; any_gpu: a GPU of compute capability 8.0 or later). Throws std::invalid_argument naming what
-// is supported: the shape (chapters 12/14/10's checks), a variant's parameters, a variant on a GPU
-// without sm_90a, a variant at d != 128.
+// is supported: the shape (chapters 12/14/10's checks: d in {64, 128}), a variant's parameters, a
+// variant on a GPU without sm_90a.
 Kernels choose(const ladder::AttentionShape& s, const Variant& v, bool hopper, bool any_gpu);
 // The same, for this process's GPU.
 Kernels choose(const ladder::AttentionShape& s, const Variant& v);

@@ -176,7 +176,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: O
       mask="prefix_lm", prefix=n                    the first n keys visible to all, the rest causal
       cu_seqlens_q=cu (int32 [docs + 1]), B = 1     packed documents, each causal (varlen batches)
       softcap=c, alibi_slopes=[H] fp32              score modifiers, on causal attention
-    Masks other than causal, and the modifiers, run on chapter 15's kernels: d = 128, sm_90a.
+    Masks other than causal, and the modifiers, run on chapter 15's kernels (sm_90a).
     scale other than 1/sqrt(d) is applied to q before the kernels (which compute 1/sqrt(d)).
     """
     _check_attention(q, k, v)
