@@ -210,6 +210,9 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: O
         if alibi_slopes.shape[0] != q.shape[1]:
             raise ValueError(f"alibi_slopes: {alibi_slopes.shape[0]} slopes for H = {q.shape[1]} heads")
         score_mod, slopes = "alibi", alibi_slopes
+    if score_mod != "none" and mask != "causal":
+        raise ValueError(f"{score_mod} with mask={mask!r}: the score modifiers are compiled on causal attention "
+                         "only (chapter 15's built-ins); pass causal=True")
     d = q.shape[3]
     if scale is not None and scale != 1.0 / math.sqrt(d):
         q = (q * (scale * math.sqrt(d))).to(q.dtype)

@@ -83,6 +83,7 @@ def test_compile_fullgraph_traces_forward_and_backward_on_meta():
     (lambda: fl.attention(*[meta(1, 2, 8, 128)] * 3, causal=True, mask="prefix_lm", prefix=4), "give one of them"),
     (lambda: fl.attention(*[meta(2, 2, 8, 128)] * 3, causal=True,
                           cu_seqlens_q=torch.zeros(3, dtype=torch.int32, device="meta")), "B = 1"),
+    (lambda: fl.attention(*[meta(1, 2, 8, 128)] * 3, softcap=30.0), "causal attention only"),
 ])
 def test_bad_input_is_refused_before_any_launch(bad, expect):
     with pytest.raises(ValueError, match=expect.replace("(", r"\(").replace(")", r"\)")):
