@@ -40,29 +40,25 @@ const char* name(Kernels k) {
   return "?";
 }
 
-namespace {
-
-void check_parameters(const ladder::AttentionShape& s, const Variant& v) {
+void check_parameters(const Variant& v) {
   const auto bad = [](const std::string& why) { throw std::invalid_argument(why); };
-  if (s.causal) bad("attention: say causal with Mask::Causal, not in the shape (the mask decides which kernels run)");
   if (v.mask == Mask::SlidingWindow && (v.window_left < 0 || v.window_right < 0))
     bad("sliding_window: left and right must be >= 0 (keys before and after the query's diagonal)");
   if (v.mask == Mask::PrefixLM && v.prefix < 0) bad("prefix_lm: the prefix must be >= 0");
   if (v.mask == Mask::Documents && v.doc == nullptr) bad("documents: the document ids are missing");
-  if (v.mask == Mask::Documents && s.nkv() != s.N)
-    bad("documents: packed sequences attend to themselves (N_kv = N); got " + s.str());
-  if (v.score != ScoreMod::None && v.mask != Mask::Causal)
-    bad("the score modifiers (softcap, alibi) are compiled on the causal mask only (chapter 15's built-ins)");
   if (v.score == ScoreMod::Softcap && !(v.softcap > 0.0f)) bad("softcap: the cap must be > 0");
   if (v.score == ScoreMod::Alibi && v.slopes == nullptr) bad("alibi: the slopes are missing");
 }
 
-}  // namespace
-
-Kernels choose(const ladder::AttentionShape& shape, const Variant& v, bool hopper, bool any_gpu) {
+Kernels choose(const ladder::AttentionShape& shape, Mask mask, ScoreMod score, bool hopper, bool any_gpu) {
   const ladder::AttentionShape s = ladder::validate(shape, fa3::kSupportedD, ladder::KvHeads::Any);
-  check_parameters(s, v);
-  const bool plain = (v.mask == Mask::None || v.mask == Mask::Causal) && v.score == ScoreMod::None;
+  const auto bad = [](const std::string& why) { throw std::invalid_argument(why); };
+  if (s.causal) bad("attention: say causal with Mask::Causal, not in the shape (the mask decides which kernels run)");
+  if (mask == Mask::Documents && s.nkv() != s.N)
+    bad("documents: packed sequences attend to themselves (N_kv = N); got " + s.str());
+  if (score != ScoreMod::None && mask != Mask::Causal)
+    bad("the score modifiers (softcap, alibi) are compiled on the causal mask only (chapter 15's built-ins)");
+  const bool plain = (mask == Mask::None || mask == Mask::Causal) && score == ScoreMod::None;
   if (plain && hopper) return Kernels::Fa3;
   if (plain && any_gpu) return Kernels::Fa2;
   if (!hopper)
@@ -72,19 +68,19 @@ Kernels choose(const ladder::AttentionShape& shape, const Variant& v, bool hoppe
   return Kernels::Flex;
 }
 
-Kernels choose(const ladder::AttentionShape& s, const Variant& v) {
+Kernels choose(const ladder::AttentionShape& s, Mask mask, ScoreMod score) {
   // Asked once per process, as ladder::device() is (device 0): a model calls this on every step.
   static const bool hopper = fa3::unavailable_reason().empty() && variants::unavailable_reason().empty();
   static const bool any_gpu = ladder::device().available && ladder::device().cc_major >= 8;
-  return choose(s, v, hopper, any_gpu);
+  return choose(s, mask, score, hopper, any_gpu);
 }
 
 namespace {
 
 // The shape the dense and causal chapters take: causal in the shape.
-ladder::AttentionShape plain_shape(const ladder::AttentionShape& s, const Variant& v) {
+ladder::AttentionShape plain_shape(const ladder::AttentionShape& s, Mask mask) {
   ladder::AttentionShape r = s.resolved();
-  r.causal = v.mask == Mask::Causal;
+  r.causal = mask == Mask::Causal;
   return r;
 }
 
@@ -161,8 +157,9 @@ const variants::DeviceBlockMask& block_mask(const ladder::AttentionShape& s, con
 
 void forward(const ladder::AttentionShape& shape, const Variant& v, const bf16* Q, const bf16* K, const bf16* V,
              bf16* O, float* L, cudaStream_t stream) {
-  const Kernels k = choose(shape, v);
-  const ladder::AttentionShape s = plain_shape(shape, v);
+  check_parameters(v);
+  const Kernels k = choose(shape, v.mask, v.score);
+  const ladder::AttentionShape s = plain_shape(shape, v.mask);
   if (k == Kernels::Fa3) return fa3::forward(s, Q, K, V, O, L, fa3_options(s), stream);
   if (k == Kernels::Fa2) return fa2tc::forward(s, Q, K, V, O, L, stream);
   const ladder::AttentionShape flex = shape.resolved();
@@ -171,9 +168,9 @@ void forward(const ladder::AttentionShape& shape, const Variant& v, const bf16* 
                 [&](auto mask, auto score) { variants::forward(flex, mask, score, bm, Q, K, V, O, L, stream); });
 }
 
-std::size_t backward_workspace_floats(const ladder::AttentionShape& shape, const Variant& v) {
-  const Kernels k = choose(shape, v);
-  const ladder::AttentionShape s = plain_shape(shape, v);
+std::size_t backward_workspace_floats(const ladder::AttentionShape& shape, Mask mask, ScoreMod score) {
+  const Kernels k = choose(shape, mask, score);
+  const ladder::AttentionShape s = plain_shape(shape, mask);
   return k == Kernels::Fa2 ? fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic)
                            : fa3bwd::backward_workspace_floats(k == Kernels::Fa3 ? s : shape.resolved());
 }
@@ -181,8 +178,9 @@ std::size_t backward_workspace_floats(const ladder::AttentionShape& shape, const
 void backward(const ladder::AttentionShape& shape, const Variant& v, const bf16* Q, const bf16* K, const bf16* V,
               const bf16* O, const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               cudaStream_t stream) {
-  const Kernels k = choose(shape, v);
-  const ladder::AttentionShape s = plain_shape(shape, v);
+  check_parameters(v);
+  const Kernels k = choose(shape, v.mask, v.score);
+  const ladder::AttentionShape s = plain_shape(shape, v.mask);
   if (k == Kernels::Fa3) return fa3bwd::backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, stream);
   if (k == Kernels::Fa2)
     return fa2tc::backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, fa2tc::DqPath::Atomic, stream);

@@ -50,20 +50,25 @@ struct Variant {
 enum class Kernels { Fa3, Flex, Fa2 };
 const char* name(Kernels k);  // "fa3 (chapters 12, 14)", "flex (chapter 15)", "fa2 (chapter 10)"
 
-// The choice, as pure arithmetic on what the GPU offers (hopper: this process can run sm_90a
-// code; any_gpu: a GPU of compute capability 8.0 or later). Throws std::invalid_argument naming what
-// is supported: the shape (chapters 12/14/10's checks: d in {64, 128}), a variant's parameters, a
-// variant on a GPU without sm_90a.
-Kernels choose(const ladder::AttentionShape& s, const Variant& v, bool hopper, bool any_gpu);
+// The choice, as pure arithmetic on the mask, the modifier and what the GPU offers (hopper: this
+// process can run sm_90a code; any_gpu: a GPU of compute capability 8.0 or later). Throws
+// std::invalid_argument naming what is supported: the shape (chapters 12/14/10's checks: d in
+// {64, 128}), a modifier without the causal mask, documents with N_kv != N, a variant on a GPU
+// without sm_90a.
+Kernels choose(const ladder::AttentionShape& s, Mask mask, ScoreMod score, bool hopper, bool any_gpu);
 // The same, for this process's GPU.
-Kernels choose(const ladder::AttentionShape& s, const Variant& v);
+Kernels choose(const ladder::AttentionShape& s, Mask mask, ScoreMod score);
+
+// The variant's parameters (a window's bounds, a prefix, a cap, the document ids and the slopes
+// present): throws std::invalid_argument naming the bad one. forward() and backward() call it.
+void check_parameters(const Variant& v);
 
 // O and L. Every check of the chosen chapter runs before its launch (null or misaligned pointers).
 void forward(const ladder::AttentionShape& s, const Variant& v, const bf16* Q, const bf16* K, const bf16* V, bf16* O,
              float* L, cudaStream_t stream);
 
 // The fp32 workspace backward() needs, in floats (the chosen chapter's).
-std::size_t backward_workspace_floats(const ladder::AttentionShape& s, const Variant& v);
+std::size_t backward_workspace_floats(const ladder::AttentionShape& s, Mask mask, ScoreMod score);
 
 // dQ, dK, dV from the forward's O and L and the upstream dO (GQA: dK, dV summed over each group).
 void backward(const ladder::AttentionShape& s, const Variant& v, const bf16* Q, const bf16* K, const bf16* V,

@@ -75,8 +75,8 @@ NB_MODULE(_C, m) {
       "kernels",
       [](const ladder::AttentionShape& s, const std::string& mask, const std::string& score, bool hopper,
          bool any_gpu) {
-        ops::Variant v = variant(mask, 0, 0, 0, 1, score, 1.0f, 1);  // parameters valid: only the choice is asked
-        return std::string(ops::name(ops::choose(s, v, hopper, any_gpu)));
+        return std::string(
+            ops::name(ops::choose(s, ops::mask_from_name(mask), ops::score_mod_from_name(score), hopper, any_gpu)));
       },
       nb::arg("shape"), nb::arg("mask"), nb::arg("score"), nb::arg("hopper"), nb::arg("any_gpu"),
       "Which chapter's kernels run this shape and variant on a GPU with (hopper) or without sm_90a.");
@@ -94,7 +94,7 @@ NB_MODULE(_C, m) {
 
   m.def("backward_workspace_floats",
         [](const ladder::AttentionShape& s, const std::string& mask, const std::string& score) {
-          return ops::backward_workspace_floats(s, variant(mask, 0, 0, 0, 1, score, 1.0f, 1));
+          return ops::backward_workspace_floats(s, ops::mask_from_name(mask), ops::score_mod_from_name(score));
         });
 
   m.def(

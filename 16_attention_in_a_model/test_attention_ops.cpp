@@ -26,6 +26,11 @@ Variant with(Mask m, ScoreMod s = ScoreMod::None) {
   v.mask = m, v.score = s, v.doc = &doc, v.slopes = &slope, v.softcap = 30.0f;
   return v;
 }
+// A call's checks as forward() makes them: the parameters, then the choice.
+Kernels choose(const AttentionShape& s, const Variant& v, bool hopper, bool any_gpu) {
+  ops::check_parameters(v);
+  return ops::choose(s, v.mask, v.score, hopper, any_gpu);
+}
 // The message of the std::invalid_argument `f` throws ("" when it throws none).
 template <class F>
 std::string refusal(F&& f) {
@@ -40,47 +45,47 @@ std::string refusal(F&& f) {
 TEST(CpuChoose, DenseAndCausalRunOnFa3OnHopperAndOnFa2Elsewhere) {
   for (Mask m : {Mask::None, Mask::Causal})
     for (int d : {64, 128}) {
-      EXPECT_EQ(ops::choose(shape(d), with(m), true, true), Kernels::Fa3);
-      EXPECT_EQ(ops::choose(shape(d), with(m), false, true), Kernels::Fa2);
+      EXPECT_EQ(choose(shape(d), with(m), true, true), Kernels::Fa3);
+      EXPECT_EQ(choose(shape(d), with(m), false, true), Kernels::Fa2);
     }
-  EXPECT_EQ(ops::choose(shape(128, 300, 1000, 32, 8), with(Mask::Causal), true, true), Kernels::Fa3);  // GQA, N_kv > N
+  EXPECT_EQ(choose(shape(128, 300, 1000, 32, 8), with(Mask::Causal), true, true), Kernels::Fa3);  // GQA, N_kv > N
 }
 
 TEST(CpuChoose, MasksAndScoreModifiersRunOnChapter15) {
   for (Mask m : {Mask::SlidingWindow, Mask::PrefixLM, Mask::Documents})
-    EXPECT_EQ(ops::choose(shape(), with(m), true, true), Kernels::Flex);
+    EXPECT_EQ(choose(shape(), with(m), true, true), Kernels::Flex);
   for (ScoreMod s : {ScoreMod::Softcap, ScoreMod::Alibi})
-    EXPECT_EQ(ops::choose(shape(), with(Mask::Causal, s), true, true), Kernels::Flex);
+    EXPECT_EQ(choose(shape(), with(Mask::Causal, s), true, true), Kernels::Flex);
 }
 
 TEST(CpuChoose, RefusesWhatNoKernelTakesNamingWhatIsAllowed) {
-  EXPECT_NE(refusal([] { ops::choose(shape(96), with(Mask::Causal), true, true); }).find("d in {64, 128}"),
+  EXPECT_NE(refusal([] { choose(shape(96), with(Mask::Causal), true, true); }).find("d in {64, 128}"),
             std::string::npos);
-  EXPECT_EQ(ops::choose(shape(64), with(Mask::SlidingWindow), true, true), Kernels::Flex);  // both head dims
-  EXPECT_NE(refusal([] { ops::choose(shape(), with(Mask::PrefixLM), false, true); }).find("sm_90a"), std::string::npos);
-  EXPECT_NE(refusal([] { ops::choose(shape(), with(Mask::Causal), false, false); }).find("no usable GPU"),
+  EXPECT_EQ(choose(shape(64), with(Mask::SlidingWindow), true, true), Kernels::Flex);  // both head dims
+  EXPECT_NE(refusal([] { choose(shape(), with(Mask::PrefixLM), false, true); }).find("sm_90a"), std::string::npos);
+  EXPECT_NE(refusal([] { choose(shape(), with(Mask::Causal), false, false); }).find("no usable GPU"),
             std::string::npos);
-  EXPECT_NE(refusal([] { ops::choose(shape(), with(Mask::None, ScoreMod::Softcap), true, true); }).find("causal"),
+  EXPECT_NE(refusal([] { choose(shape(), with(Mask::None, ScoreMod::Softcap), true, true); }).find("causal"),
             std::string::npos);
-  EXPECT_NE(refusal([] { ops::choose(shape(128, 100, 200), with(Mask::Documents), true, true); }).find("N_kv = N"),
+  EXPECT_NE(refusal([] { choose(shape(128, 100, 200), with(Mask::Documents), true, true); }).find("N_kv = N"),
             std::string::npos);
   EXPECT_NE(refusal([] {
-              ops::choose(ladder::attention_shape(1, 6, 4, 64, 64, 128, false), with(Mask::None), true, true);
+              choose(ladder::attention_shape(1, 6, 4, 64, 64, 128, false), with(Mask::None), true, true);
             }).find("multiple of H_kv"),
             std::string::npos);
   AttentionShape causal_shape = shape();
   causal_shape.causal = true;
-  EXPECT_NE(refusal([&] { ops::choose(causal_shape, with(Mask::None), true, true); }).find("Mask::Causal"),
+  EXPECT_NE(refusal([&] { choose(causal_shape, with(Mask::None), true, true); }).find("Mask::Causal"),
             std::string::npos);
   Variant window = with(Mask::SlidingWindow);
   window.window_left = -1;
-  EXPECT_NE(refusal([&] { ops::choose(shape(), window, true, true); }).find(">= 0"), std::string::npos);
+  EXPECT_NE(refusal([&] { choose(shape(), window, true, true); }).find(">= 0"), std::string::npos);
   Variant docs = with(Mask::Documents);
   docs.doc = nullptr;
-  EXPECT_NE(refusal([&] { ops::choose(shape(), docs, true, true); }).find("document ids"), std::string::npos);
+  EXPECT_NE(refusal([&] { choose(shape(), docs, true, true); }).find("document ids"), std::string::npos);
   Variant cap = with(Mask::Causal, ScoreMod::Softcap);
   cap.softcap = 0.0f;
-  EXPECT_NE(refusal([&] { ops::choose(shape(), cap, true, true); }).find("> 0"), std::string::npos);
+  EXPECT_NE(refusal([&] { choose(shape(), cap, true, true); }).find("> 0"), std::string::npos);
 }
 
 TEST(CpuChoose, NamesAreTheOperatorsSpelling) {
