@@ -166,6 +166,11 @@ def run(q, k, v, do, **kw):
 def check_against_reference(got, ref, what):
     for name, x, r, bound in zip(("O", "dQ", "dK", "dV"), got, ref, (FWD_BOUND,) + (GRAD_BOUND,) * 3):
         assert torch.isfinite(x).all(), f"{what}: {name} has non-finite values"
+        if r.norm() <= 1e-12 * r.numel() ** 0.5:
+            # Zero but for fp64's rounding (one key per query: P = 1, so dS = P (dP - D) = 0): no
+            # relative error exists; the kernels' fp32 dP - D leaves a few ulps of it.
+            assert x.abs().max() <= 1e-4, f"{what}: {name} should be 0, max |{name}| = {x.abs().max():.2e}"
+            continue
         err = rel(x, r)
         assert err <= bound, f"{what}: {name} relative error {err:.2e} > {bound:.0e}"
 
@@ -294,7 +299,8 @@ def test_opcheck():
     q, k, v, do = inputs(1, 4, 2, 130, 200, 128, seed=9)
     args = (q, k, v, "causal", 0, 0, 0, None, "none", 0.0, None)
     torch.library.opcheck(torch.ops.flash_ladder.attention_forward.default, args)
-    o, lse = torch.ops.flash_ladder.attention_forward(*args)
+    o, lse = (t.detach() for t in torch.ops.flash_ladder.attention_forward(*args))
+    # The backward's inputs as autograd gives them (no gradient of the backward itself: no double backward).
     bwd = (do, q.detach(), k.detach(), v.detach(), o, lse, "causal", 0, 0, 0, None, "none", 0.0, None)
     torch.library.opcheck(torch.ops.flash_ladder.attention_backward.default, bwd)
     kc, vc = (torch.randn(2, 2, 256, 128, device="cuda").to(torch.bfloat16) for _ in range(2))
@@ -370,6 +376,7 @@ def test_bad_input_on_the_gpu_is_refused_before_any_launch():
     kc = torch.zeros(1, 2, 32, 64, device="cuda", dtype=torch.bfloat16)
     lens = torch.zeros(1, dtype=torch.int32, device="cuda")
     with pytest.raises(ValueError, match="page size 32"):
-        fl.decode(q[:, :, :1], kc, kc, lens, block_table=torch.zeros(1, 1, dtype=torch.int32, device="cuda"))
+        table = torch.zeros(1, 1, dtype=torch.int32, device="cuda")
+        fl.decode(q[:, :, :1].contiguous(), kc, kc, lens, block_table=table)
     with pytest.raises(ValueError, match="new queries"):
         fl.decode(torch.zeros(1, 2, 17, 64, device="cuda", dtype=torch.bfloat16), kc, kc, lens)
