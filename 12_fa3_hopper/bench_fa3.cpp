@@ -56,12 +56,17 @@ void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::
       ladder::attention_fwd_work(s, 2));
 }
 
-// One cuDNN attention per shape, kept: its plan is built once, outside the timing.
-void bench_cudnn(benchmark::State& state, AttentionShape s) {
-  if (!ladder::gpu_or_skip(state)) return;
+// One cuDNN attention per shape, kept: its plans (bf16 and FP8) are built once, outside the timing.
+ladder::CudnnAttention& cudnn_for(const AttentionShape& s) {
   static std::map<std::string, std::unique_ptr<ladder::CudnnAttention>> cache;
   std::unique_ptr<ladder::CudnnAttention>& cudnn = cache[s.str()];
   if (!cudnn) cudnn.reset(new ladder::CudnnAttention(s));
+  return *cudnn;
+}
+
+void bench_cudnn(benchmark::State& state, AttentionShape s) {
+  if (!ladder::gpu_or_skip(state)) return;
+  ladder::CudnnAttention* cudnn = &cudnn_for(s);
   if (const std::string why = cudnn->unsupported_reason(ladder::CudnnAttention::Pass::Forward); !why.empty())
     return state.SkipWithError(why.c_str());
   const bf16 *Q = ladder::bench_input<bf16>(s.elems(), 1), *K = ladder::bench_input<bf16>(s.kv_elems(), 2),
@@ -106,9 +111,7 @@ const CudnnFp8Inputs& cudnn_fp8_data(const AttentionShape& s) {
 
 void bench_cudnn_fp8(benchmark::State& state, AttentionShape s) {
   if (!ladder::gpu_or_skip(state)) return;
-  static std::map<std::string, std::unique_ptr<ladder::CudnnAttention>> cache;
-  std::unique_ptr<ladder::CudnnAttention>& cudnn = cache[s.str()];
-  if (!cudnn) cudnn.reset(new ladder::CudnnAttention(s));
+  ladder::CudnnAttention* cudnn = &cudnn_for(s);
   if (const std::string why = cudnn->unsupported_reason(ladder::CudnnAttention::Pass::ForwardFp8); !why.empty())
     return state.SkipWithError(why.c_str());
   const CudnnFp8Inputs& in = cudnn_fp8_data(s);
