@@ -97,15 +97,27 @@ struct NoScoreMod {
   }
 };
 // Gemma 2's logit soft-capping: cap tanh(s / cap), bounded by +-cap, ~s for |s| << cap.
+// On the device s / cap is s times 1/cap, taken once here: an fp32 division (-prec-div=true, the
+// default) is a reciprocal on the special function unit plus a correction sequence, which beside
+// tanh and the softmax's exp2 would make that unit three deep per score instead of two. The product
+// differs from the quotient by at most an ulp, far below tanh.approx's error.
 struct Softcap {
-  float cap = 50.0f;
+  float cap, inv_cap;
+  LADDER_HOST_DEVICE explicit Softcap(float c = 50.0f) : cap(c), inv_cap(1.0f / c) {}
+  template <class T>
+  LADDER_HOST_DEVICE T over_cap(T s) const {
+    if constexpr (sizeof(T) == sizeof(float))
+      return s * inv_cap;
+    else
+      return s / T(cap);  // the fp64 reference: the exact quotient
+  }
   template <class T>
   LADDER_HOST_DEVICE T operator()(T s, int, int, int, int) const {
-    return T(cap) * tanh_of(s / T(cap));
+    return T(cap) * tanh_of(over_cap(s));
   }
   template <class T>
   LADDER_HOST_DEVICE T grad(T s, int, int, int, int) const {
-    const T t = tanh_of(s / T(cap));
+    const T t = tanh_of(over_cap(s));
     return T(1) - t * t;
   }
 };
