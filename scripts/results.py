@@ -690,7 +690,7 @@ def headline(doc, run, chapter):
 
 def ctest_line(log):
     if not log.exists():
-        return "not run"
+        return "not run as one stage in this run (the text above says what ran)"
     m = re.search(r"\d+% tests passed(, \d+ tests failed)? out of \d+", log.read_text())
     return m.group(0) if m else "no summary (see the log)"
 
