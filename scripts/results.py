@@ -122,6 +122,31 @@ HOOKS = {
 }
 
 
+# Chapters whose README holds tables of their own beside the chapter table (step tables with ncu
+# columns, anchors, sweeps): each script's arguments (after python3) given RUN_DIR; run with the
+# chapter's README and --publish when results.py is given --readme. An ncu input comes from RUN_DIR/ncu
+# when the run measured it, else from the published results (an earlier run: the tables say which).
+def ncu_inputs(run, in_run, published):
+    found = sorted((run / "ncu").glob(in_run))
+    return found or sorted((ROOT / "results").glob(published))
+
+
+README_TABLES = {
+    "09_tensor_core_matmul": lambda run: [
+        ROOT / "09_tensor_core_matmul" / "step_table.py", run / "bench" / "09_tensor_core_matmul.json",
+        *ncu_inputs(run, "ncu_steps.csv", "09_tensor_core_matmul/ncu_steps.csv")],
+    "10_fa2_tensor_cores": lambda run: [
+        ROOT / "10_fa2_tensor_cores" / "step_table.py", run / "bench" / "10_fa2_tensor_cores.json",
+        *ncu_inputs(run, "ncu_10.csv", "logs/handoff_ad3dfa1/10/ncu_10.csv"), run / "anchors2.json"],
+    "11_flash_decoding": lambda run: [
+        ROOT / "11_flash_decoding" / "results_tables.py", run / "bench" / "11_flash_decoding.json",
+        run / "anchors2.json", *ncu_inputs(run, "ncu_decode.csv", "11_flash_decoding/ncu_decode.csv")],
+    "12_fa3_hopper": lambda run: [
+        ROOT / "12_fa3_hopper" / "step_table.py", run / "bench" / "12_fa3_hopper.json", run / "anchors2.json",
+        *ncu_inputs(run, "12/ncu_*.log", "logs/handoff_ad3dfa1/12/ncu_*.log")],
+}
+
+
 # Parts Google Benchmark appends to a name (/iterations:1, /repeats:3, /manual_time, ...).
 GB_SUFFIX = re.compile(r"^(iterations|repeats|min_time|min_warmup_time|threads|manual_time|real_time|process_time)"
                        r"(:.*)?$")
@@ -781,6 +806,13 @@ def main():
                      f"commit {context.get('git_commit', '?')} ([raw JSON](../results/{chapter}/bench.json)).\n\n")
             plot_link = f"![{chapter}](../results/{chapter}/plot.png)\n\n" if has_plot else ""
             fill(chapters_root / chapter / "README.md", chapter, stamp + plot_link + body)
+
+    for chapter in (c for c in index if chapters_root and c in README_TABLES):
+        cmd = [sys.executable, *map(str, README_TABLES[chapter](run)), "--readme",
+               str(chapters_root / chapter / "README.md"), "--publish"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            print(f"{chapter}: its README tables failed:\n{r.stderr}", file=sys.stderr)
 
     ladder = {}
     log = run / "logs" / "ladder.log"
