@@ -293,6 +293,19 @@ TEST(CpuVariants, SoftcapIsBoundedAndItsGradientIsItsDerivative) {
   EXPECT_NEAR(sc(1.0, 0, 0, 0, 0), 1.0, 1e-3);  // ~s for |s| << cap
 }
 
+// The kernels' s / cap is s * (1/cap) in fp32 (no division per score): within an ulp of the
+// quotient, at caps that are and are not powers of two; the fp64 reference keeps the quotient.
+TEST(CpuVariants, SoftcapsProductIsWithinAnUlpOfTheQuotient) {
+  for (float cap : {50.0f, 30.0f, 0.5f, 7.0f, 1e-3f}) {
+    const variants::Softcap sc{cap};
+    for (float s : {-1e4f, -97.3f, -1.0f, 1e-20f, 0.3f, 3.14159f, 49.9f, 6e3f}) {
+      const float q = s / cap, p = sc.over_cap(s);
+      EXPECT_LE(std::abs(p - q), std::abs(std::nextafter(q, 2 * q) - q)) << "s = " << s << ", cap = " << cap;
+    }
+    EXPECT_EQ(sc.over_cap(3.0), 3.0 / double(cap));
+  }
+}
+
 TEST(CpuVariants, AlibiSlopesAreTheGeometricSequence) {
   EXPECT_FLOAT_EQ(variants::alibi_slope(0, 8), 0.5f);
   EXPECT_FLOAT_EQ(variants::alibi_slope(7, 8), 1.0f / 256.0f);
