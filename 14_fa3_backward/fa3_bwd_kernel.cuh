@@ -21,7 +21,8 @@
 // needs dS (queries x keys) as A: from registers that would take a transpose across lanes, so
 // dS^T goes to shared memory, where the instruction's transpose bit reads it as dS.
 // Within a warpgroup the steps overlap where the data allow: the exponentials of P^T run while
-// the tensor cores finish dP^T, and dS^T is formed while they compute dV += P^T dO_i.
+// the tensor cores finish dP^T, dS^T is formed while they compute dV += P^T dO_i, and dQ_i is
+// handed on while they compute the next query tile's S^T.
 // dQ_i is summed over the key tiles, so over CTAs: each consumer adds its 64 x 64 fp32 block
 // into a buffer in global memory, with one atomic per element (Step::Atomic), or hands it through
 // shared memory to a writer warp that issues one bulk reduce-add by the copy engine
@@ -417,57 +418,71 @@ struct Consumer {
     }
   }
 
+  // S^T of step n, once its stage is loaded.
+  __device__ void issue_s(int n) {
+    const int st = n % C::kStages;
+    tc::mbarrier_wait(sm.full(st), (n / C::kStages) & 1);
+    issue_ss(s, sm.K(), sm.Q(st));
+  }
+
+  __device__ void step(int n, const Walk<C, V>& w, const Params& p) {
+    const int st = n % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
+    const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
+    issue_ss(dp, sm.V(), sm.dO(st));  // S^T is done (the step before waited for it)
+    if constexpr (!V::kScoreMod) {
+      if (masked)
+        probabilities<true>(st, head, w.j0, i0, p);
+      else
+        probabilities<false>(st, head, w.j0, i0, p);
+      issue_rs(dv, pf, sm.dO(st));
+      tc::wgmma_wait_group<1>();  // dP^T is done; dV may still run
+      tc::fence_operand(dp);
+      score_gradients(st);
+    } else {
+      tc::wgmma_wait_group<0>();
+      tc::fence_operand(dp);
+      if (masked)
+        probabilities_and_gradients<true>(st, head, w.j0, i0, p);
+      else
+        probabilities_and_gradients<false>(st, head, w.j0, i0, p);
+      issue_rs(dv, pf, sm.dO(st));
+    }
+    // dS^T buffer n % 2 was last read by step n - 2's dQ, which both warpgroups waited for
+    // before they met at step n - 1's barrier below: no barrier is needed before writing it.
+    store_ds(n % C::kdSBuffers);
+    tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
+    issue_rs(dk, dsf, sm.Q(st));
+    tc::named_bar_sync(kDsReady, 256);  // all of dS^T is written
+    issue_dq(n % C::kdSBuffers);
+    tc::wgmma_wait_group<1>();  // dV and dK are done; dQ may still run
+    tc::fence_operand(dk);
+    tc::fence_operand(dv);
+    tc::fence_operand(pf);
+    tc::fence_operand(dsf);
+    // The next step's S^T runs while this one's dQ_i is handed to the writer. The last step
+    // issues its own S^T once more (unused): every step then has the same GEMMs in flight at
+    // each wait, and none past the step's end, as ptxas needs to keep the wgmmas unserialised.
+    issue_s(min(n + 1, w.steps - 1));
+    tc::wgmma_wait_group<1>();  // dQ is done; S^T may still run
+    tc::fence_operand(dq);
+    add_dq(n, head, w.i(n), p);
+    tc::wgmma_wait_group<0>();
+    tc::fence_operand(s);
+    // Q_i, dO_i, L_i, D_i are no longer read. Every thread arrives, each after its own loads of
+    // L_i and D_i: the arrival (a release) orders exactly the loads that the next copy into the
+    // stage must follow.
+    tc::mbarrier_arrive(sm.empty(st));
+  }
+
   __device__ void run(const Walk<C, V>& w, const Params& p) {
 #pragma unroll
     for (int k = 0; k < C::d / 2; ++k) dk[k] = 0.0f, dv[k] = 0.0f;
     if (w.steps == 0) return;
     tc::mbarrier_wait(sm.kv_full(), 0);
-    for (int n = 0; n < w.steps; ++n) {
-      const int st = n % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
-      const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
-      tc::mbarrier_wait(sm.full(st), (n / C::kStages) & 1);
-      issue_ss(s, sm.K(), sm.Q(st));
-      issue_ss(dp, sm.V(), sm.dO(st));
-      if constexpr (!V::kScoreMod) {
-        tc::wgmma_wait_group<1>();  // S^T is done; dP^T may still run
-        tc::fence_operand(s);
-        if (masked)
-          probabilities<true>(st, head, w.j0, i0, p);
-        else
-          probabilities<false>(st, head, w.j0, i0, p);
-        issue_rs(dv, pf, sm.dO(st));
-        tc::wgmma_wait_group<1>();  // dP^T is done; dV may still run
-        tc::fence_operand(dp);
-        score_gradients(st);
-      } else {
-        tc::wgmma_wait_group<0>();
-        tc::fence_operand(s);
-        tc::fence_operand(dp);
-        if (masked)
-          probabilities_and_gradients<true>(st, head, w.j0, i0, p);
-        else
-          probabilities_and_gradients<false>(st, head, w.j0, i0, p);
-        issue_rs(dv, pf, sm.dO(st));
-      }
-      // dS^T buffer n % 2 was last read by step n - 2's dQ, which both warpgroups waited for
-      // before they met at step n - 1's barrier below: no barrier is needed before writing it.
-      store_ds(n % C::kdSBuffers);
-      tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
-      issue_rs(dk, dsf, sm.Q(st));
-      tc::named_bar_sync(kDsReady, 256);  // all of dS^T is written
-      issue_dq(n % C::kdSBuffers);
-      tc::wgmma_wait_group<0>();
-      tc::fence_operand(dk);
-      tc::fence_operand(dv);
-      tc::fence_operand(dq);
-      tc::fence_operand(pf);
-      tc::fence_operand(dsf);
-      // Q_i, dO_i, L_i, D_i are no longer read. Every thread arrives, each after its own loads of
-      // L_i and D_i: the arrival (a release) orders exactly the loads that the next copy into the
-      // stage must follow.
-      tc::mbarrier_arrive(sm.empty(st));
-      add_dq(n, w.q_head(n), w.i(n), p);
-    }
+    issue_s(0);
+    tc::wgmma_wait_group<0>();
+    tc::fence_operand(s);
+    for (int n = 0; n < w.steps; ++n) step(n, w, p);
   }
 
   // dK_j = scale dS^T Q summed, dV_j: bf16, straight from the registers (once per CTA).
