@@ -10,7 +10,7 @@ softmax and waits, and what the tensor cores run.
 import matplotlib.pyplot as plt
 
 from common import model_csv
-from timeline import AGENT_COLOURS, COPY, HELD, STORE, WAIT, bar, cli, fits, lane_axis, merged, panels, save_small
+from timeline import AGENT_COLOURS, COPY, HELD, STORE, WAIT, bar, cli, draw_consumers, lane_axis, panels, save_small
 
 SOFT = ["#a1c4e8", "#c3b6de"]  # consumer 1's, consumer 2's softmax
 WHAT = {"warpspec": "warp specialisation alone: both consumers issue at once, so their GEMMs share the tensor "
@@ -56,29 +56,7 @@ def main():
         y = {lane: i for i, lane in enumerate(lanes)}
         lane_axis(ax, lanes, end, xlabel=ax is axes[-1])
         ring(ax, p, y)
-        for b in p["bars"]:
-            lane = b["lane"]
-            if b["category"] == "gemm":
-                c = consumers.index(b["agent"])
-                bar(ax, y[lane], b["start"], b["end"], AGENT_COLOURS[c], edge=AGENT_COLOURS[c])
-            elif b["category"] == "issue":
-                ax.plot(b["start"], y[lane] + 0.5, marker=">", ms=4, color=COPY)
-            elif b["category"] == "wait":
-                label = b["label"].replace("wgmma.", "").replace("wait for its turn", "its turn")
-                bar(ax, y[lane], b["start"], b["end"], WAIT, label, hatch="///", edge="#adb5bd", text_colour="black",
-                    size=6)
-            elif b["category"] == "store":
-                bar(ax, y[lane], b["start"], b["end"], STORE, b["label"], size=6)
-        for g in merged([b for b in p["bars"] if b["category"] == "softmax"]):
-            c = consumers.index(g["agent"])
-            text = g["label"] if fits(ax, g["start"], g["end"], g["label"], 6) else g["label"].split()[-1]
-            bar(ax, y[g["lane"]], g["start"], g["end"], SOFT[c], text, text_colour="black", size=6)
-        gemms = sorted(merged([b for b in p["bars"] if b["category"] == "gemm"]), key=lambda g: g["start"])
-        for i, g in enumerate(gemms):  # named where one GEMM has the tensor cores to itself
-            alone = all(o["end"] <= g["start"] or o["start"] >= g["end"] for o in gemms[:i] + gemms[i + 1:])
-            if alone and fits(ax, g["start"], g["end"], g["label"].split()[1], 6):
-                ax.text((g["start"] + g["end"]) / 2, y[g["lane"]] + 0.5, g["label"].split()[1], fontsize=6,
-                        ha="center", va="center", color="white", fontweight="bold")
+        draw_consumers(ax, p, y, consumers, SOFT)
         ax.set_title(f"{name} ({S} K/V stages): {WHAT[name]}", fontsize=8.5, loc="left")
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in (COPY, HELD, *AGENT_COLOURS[:2], *SOFT, WAIT, STORE)]
     fig.legend(handles, ["TMA copy in flight", "in shared memory until released", "consumer 1's GEMMs (S_j, PV_j)",

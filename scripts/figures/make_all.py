@@ -3,13 +3,13 @@
 
     cmake --build build --target 01_vector_add 02_matmul_naive 03_matmul_tiled 07_fa_backward_loop_trace \
         09_tensor_core_matmul 09_tensor_core_matmul_schedule 10_fa2_tensor_cores_p_reuse \
-        11_flash_decoding_split_trace 12_fa3_hopper_schedule 14_fa3_backward_dq_order \
+        11_flash_decoding_split_trace 12_fa3_hopper_schedule 14_fa3_backward_dq_order 14_fa3_backward_schedule \
         15_attention_variants_block_masks
     scripts/figures/make_all.py [BUILD_DIR]        (default: build/)
 
 No GPU is needed: each script runs a chapter executable's CPU mode (--print-model,
 --layouts-csv) or a chapter's CPU tool, which prints the model the chapter's code uses or its
-Cpu* tests check, and draws it. The schedules (09, 12) are the kernels' loops played on a model
+Cpu* tests check, and draws it. The schedules (09, 12, 14) are the kernels' loops played on a model
 of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not measurements.
   thread_map.py   01_vector_add/figures/thread_map.png       which thread adds which element
   coalescing.py   02_matmul_naive/figures/coalescing.png     one warp's addresses and sectors
@@ -22,6 +22,7 @@ of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not 
   split_merge.py  11 figures/split_merge.png                 split-KV partials and the LSE merge
   fa3_schedule.py 12 figures/fa3_schedule.png                warpspec, pingpong, intrawg schedules
   dq_order.py     14 figures/dq_order.png                    the deterministic dQ order on a schedule model
+  bwd_schedule.py 14 figures/bwd_schedule.png                dQ waited for alone vs the next S^T behind it
   block_masks.py  15 figures/block_masks.png                 the built-in masks' empty, partial and full tiles
 """
 import argparse
@@ -34,7 +35,7 @@ ap.add_argument("build_dir", nargs="?", help="the build folder (default: build/)
 build = ap.parse_args().build_dir or str(pathlib.Path(__file__).resolve().parents[2] / "build")
 here = pathlib.Path(__file__).resolve().parent
 for script in ("thread_map.py", "coalescing.py", "bank_map.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
-               "split_merge.py", "fa3_schedule.py", "dq_order.py",
+               "split_merge.py", "fa3_schedule.py", "dq_order.py", "bwd_schedule.py",
                "block_masks.py"):
     if subprocess.run([sys.executable, str(here / script), build]).returncode != 0:
         sys.exit(f"make_all.py: {script} failed")

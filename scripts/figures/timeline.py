@@ -1,9 +1,10 @@
-"""Shared helpers of the schedule pictures (chapters 09 and 12) and of the small PNGs.
+"""Shared helpers of the schedule pictures (chapters 09, 12 and 14) and of the small PNGs.
 
-The schedule tools (09_tensor_core_matmul_schedule, 12_fa3_hopper_schedule) print one CSV
-row per bar of the picture: panel, lane, agent, category, label, start, end (cycles of the
-model in 09_tensor_core_matmul/schedule_model.h). Flips of an mbarrier's phase are
-category "flip", the model's assumptions category "param". These helpers only draw them.
+The schedule tools (09_tensor_core_matmul_schedule, 12_fa3_hopper_schedule,
+14_fa3_backward_schedule) print one CSV row per bar of the picture: panel, lane, agent,
+category, label, start, end (cycles of the model in 09_tensor_core_matmul/schedule_model.h).
+Flips of an mbarrier's phase are category "flip", the model's assumptions category "param".
+These helpers only draw them.
 """
 import argparse
 import io
@@ -100,3 +101,37 @@ def save_palette(fig, path, dpi=100, colours=64):
     plt.close(fig)
     image = Image.open(buf).convert("RGB")
     image.quantize(colors=colours, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE).save(path, optimize=True)
+
+
+def draw_consumers(ax, p, y, consumers, soft_colours, extra=None):
+    """The bars every schedule picture draws alike: each consumer's GEMMs in the tensor-core lane
+    (in its colour, named where one has the tensor cores to itself), the issue marks, the waits,
+    the stores and the merged softmax bars. `extra` draws any other category: extra(ax, bar, y)."""
+    for b in p["bars"]:
+        lane = b["lane"]
+        if lane not in y:
+            continue
+        if b["category"] == "gemm":
+            c = consumers.index(b["agent"])
+            bar(ax, y[lane], b["start"], b["end"], AGENT_COLOURS[c], edge=AGENT_COLOURS[c])
+        elif b["category"] == "issue":
+            ax.plot(b["start"], y[lane] + 0.5, marker=">", ms=4, color=COPY)
+        elif b["category"] == "wait":
+            label = b["label"].replace("wgmma.", "").replace("wait for its turn", "its turn")
+            bar(ax, y[lane], b["start"], b["end"], WAIT, label, hatch="///", edge="#adb5bd", text_colour="black",
+                size=6)
+        elif b["category"] == "store":
+            bar(ax, y[lane], b["start"], b["end"], STORE, b["label"], size=6)
+        elif extra:
+            extra(ax, b, y)
+    for g in merged([b for b in p["bars"] if b["category"] == "softmax"]):
+        c = consumers.index(g["agent"])
+        text = g["label"] if fits(ax, g["start"], g["end"], g["label"], 6) else g["label"].split()[-1]
+        bar(ax, y[g["lane"]], g["start"], g["end"], soft_colours[c], text, text_colour="black", size=6)
+    gemms = sorted(merged([b for b in p["bars"] if b["category"] == "gemm"]), key=lambda g: g["start"])
+    for i, g in enumerate(gemms):  # named where one GEMM has the tensor cores to itself
+        alone = all(o["end"] <= g["start"] or o["start"] >= g["end"] for o in gemms[:i] + gemms[i + 1:])
+        text = " ".join(g["label"].split()[1:])  # the label without its "C1 "
+        if alone and fits(ax, g["start"], g["end"], text, 6):
+            ax.text((g["start"] + g["end"]) / 2, y[g["lane"]] + 0.5, text, fontsize=6, ha="center", va="center",
+                    color="white", fontweight="bold")
