@@ -101,7 +101,7 @@ Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, co
   launch_preprocess(s, x.O, x.dO, x.L, w.L2, w.D, w.dQ_acc, stream);
   Params p{};
   p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
-  p.N_pad = layout::padded_rows(s.N), p.T_r = p.N_pad / layout::B_r;
+  p.N_pad = layout::padded_rows(s.N), p.blocks = p.N_pad / layout::kBlockRows;
   p.causal = s.causal;
   p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
   p.L2 = w.L2, p.D = w.D, p.dQ_acc = w.dQ_acc, p.dq_flags = w.dq_flags, p.dK = x.dK, p.dV = x.dV;

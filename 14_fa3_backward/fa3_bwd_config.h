@@ -14,7 +14,15 @@
 
 namespace fa3bwd::detail {
 
-template <int d_, Step kStep_>
+// The query tile: 64 rows at d = 128; at d = 64, 128. A step's GEMMs are d deep (S^T, dP^T) or
+// B_r deep (dV, dK): at d = 64 with 64 queries each warpgroup's step is twenty m64n64k16 wgmmas,
+// too short to hide the step's fixed costs (its barriers, the hand-offs of dQ_i, the loads of
+// L_i and D_i), and S^T, dP^T with N = 64 read as many shared-memory bytes per FLOP as the
+// tensor cores can take. 128 queries double every GEMM of the step and give S^T and dP^T
+// N = 128. At d = 128 the same tile would not fit the registers (dK, dV are 64 each already).
+constexpr int default_B_r(int d) { return d == 64 ? 128 : 64; }
+
+template <int d_, Step kStep_, int B_r_ = default_B_r(d_)>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr Step kStep = kStep_;
@@ -22,8 +30,8 @@ struct Cfg {
   static constexpr bool kDeterministic = kStep == Step::Deterministic;
 
   // A CTA owns B_c = 128 keys (K_j, V_j), 64 per consumer warpgroup, and walks the query
-  // tiles of B_r = 64 rows (Q_i, dO_i, L_i, D_i) of every query head of its KV head.
-  static constexpr int B_r = layout::B_r, B_c = layout::B_c, kKeysPerWarpgroup = 64;
+  // tiles of B_r rows (Q_i, dO_i, L_i, D_i) of every query head of its KV head.
+  static constexpr int B_r = B_r_, B_c = layout::B_c, kKeysPerWarpgroup = 64;
   static constexpr int kBoxCols = 64;    // bf16 columns per TMA box: one 128-byte swizzle row
   static constexpr int kBoxes = d / 64;  // column boxes of every [rows][d] tile
   static constexpr int kStages = 2;      // the Q_i/dO_i ring
@@ -32,13 +40,21 @@ struct Cfg {
   static constexpr int kProducerRegs = 24, kConsumerRegs = 240;
   static constexpr int kRegsAtEntry = 65536 / kThreads / 8 * 8;
 
+  // Who computes which 64 x 64 block of dQ_i = dS K_j (B_r x d, summed over the B_c keys): at
+  // d = 128 each consumer its own 64 columns; with 128 queries its own 64 rows; otherwise (d = 64,
+  // 64 queries) both the whole block, each over its own 64 keys, and both add into it.
+  static constexpr bool kDqSplitColumns = d == 128, kDqSplitRows = B_r == 128;
+  static constexpr int kDqWritersPerBlock = kDqSplitColumns || kDqSplitRows ? 1 : 2;
+  BWD_HD static constexpr int dq_row_block(int i, int cw) { return kDqSplitRows ? 2 * i + cw : i; }
+  BWD_HD static constexpr int dq_chunk(int cw) { return kDqSplitColumns ? cw : 0; }
+
   // Shared memory, in this order (every tile 1024-byte aligned, as the swizzle needs):
   //   K_j, V_j                      [kBoxes][B_c][128 B], by TMA, once
   //   kStages x {Q_i, dO_i}         [kBoxes][B_r][128 B] each, by TMA
-  //   2 x dS^T                      [B_c][B_r] bf16, 128B-swizzled as TMA would write it; two, so
-  //                                 that writing step n's never waits for step n-1's dQ to read its own
-  //   kStages x {L_i, D_i}          64 + 64 floats, by bulk copy, with their stage's Q_i, dO_i
-  //   dQ (BulkReduce, Deterministic)  two 64 x 64 fp32 blocks per consumer warpgroup
+  //   2 x dS^T                      [B_r / 64][B_c][128 B] bf16, 128B-swizzled as TMA would write it;
+  //                                 two, so that writing step n's never waits for step n-1's dQ to read its own
+  //   kStages x {L_i, D_i}          B_r + B_r floats, by bulk copy, with their stage's Q_i, dO_i
+  //   dQ (BulkReduce, Deterministic)  kdQBuffers 64 x 64 fp32 blocks per consumer warpgroup
   //   mbarriers
   static constexpr int kKBytes = B_c * d * 2, kVBytes = kKBytes;
   static constexpr int kQBytes = B_r * d * 2, kdOBytes = kQBytes, kRowBytes = B_r * 4;
@@ -46,19 +62,27 @@ struct Cfg {
   static constexpr int kStageLoadBytes = kStageBytes + 2 * kRowBytes;  // what a stage's "full" barrier counts
   static constexpr int kdSBytes = B_c * B_r * 2, kdSBuffers = 2;
   static constexpr int kRowsBytes = kStages * 2 * kRowBytes;
-  static constexpr int kdQBuffers = 2;
+  // Two blocks per consumer let it write step n's while the writer still reads step n-1's. With
+  // 128 queries there is room for one only; the writer has a whole step to read it.
+  static constexpr int kdQBuffers = B_r == 128 ? 1 : 2;
   static constexpr int kdQBytes = kBulk ? 2 * kdQBuffers * layout::kChunkFloats * 4 : 0;
   static constexpr std::size_t kBarrierBytes = 8 * (1 + 2 * kStages + 2 * 2 * kdQBuffers);
   static constexpr std::size_t kSmemBytes = 1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes +
                                             kdSBuffers * kdSBytes + kRowsBytes + kdQBytes + kBarrierBytes;
 
   // The GEMMs' k steps: S^T and dP^T along d (16 per wgmma); dV and dK along the B_r queries;
-  // dQ along the keys: at d = 128 each consumer computes 64 of dQ's columns over all B_c keys,
-  // at d = 64 all columns over its own 64 keys (then both add into the same block).
+  // dQ along the keys: all B_c when the consumers split dQ_i's columns or rows, else its own 64.
   static constexpr int kSSteps = d / 16, kQSteps = B_r / 16;
-  static constexpr int kDqKeySteps = d == 128 ? B_c / 16 : kKeysPerWarpgroup / 16;
+  static constexpr int kDqKeySteps = kDqWritersPerBlock == 1 ? B_c / 16 : kKeysPerWarpgroup / 16;
+  static constexpr int kAcc = B_r / 2;  // accumulator registers of S^T, dP^T (64 keys x B_r queries)
+  // dS^T = P^T o (dP^T - D_i) takes P^T from its bf16 fragments rather than S^T's fp32 registers
+  // (the registers of 128 queries; fa3_bwd_kernel.cuh, score_gradients).
+  static constexpr bool kPFromFragments = B_r == 128;
 
   static_assert(d == 64 || d == 128, "d in {64, 128}");
+  static_assert(B_r == 64 || (B_r == 128 && d == 64), "B_r = 64, or 128 at d = 64 (registers)");
+  static_assert(B_r % layout::kBlockRows == 0 && layout::kRowPad % B_r == 0, "query tiles of whole dQ blocks");
+  static_assert(kSmemBytes <= 227 * 1024, "within an H100/H200 CTA's shared memory");
   static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * kRegsAtEntry,
                 "setmaxnreg budgets within the registers the CTA starts with");
 };
@@ -66,7 +90,7 @@ struct Cfg {
 // The main kernel's parameters (beside the four tensor maps).
 struct Params {
   int H, H_kv, group, N_q, N_kv, offset;  // offset = N_kv - N_q (the causal diagonal)
-  int T_r, N_pad;                         // query tiles per head, and the padded rows of L2, D
+  int N_pad, blocks;                      // padded rows of L2, D per head; its 64-row dQ blocks (N_pad / 64)
   bool causal;
   float scale_log2e;  // 1/sqrt(d) * log2(e): P = exp2(S scale_log2e - L2)
   float scale;        // 1/sqrt(d): dK = scale dS^T Q (dQ's is applied by the post-processing)

@@ -4,10 +4,10 @@
 // fa3_bwd.cpp launches it only on a compute capability 9.0 device.
 //
 // One CTA per key tile K_j, V_j (B_c = 128 keys) of one KV head; it keeps dK_j and dV_j in
-// registers while it walks the query tiles Q_i, dO_i (B_r = 64 rows, with L_i and D_i) of
-// every query head of the group, which a producer warp streams through a ring of shared
-// memory by TMA. Two consumer warpgroups own 64 keys each. Per query tile:
-//   S^T  = K_j Q_i^T         wgmma, both operands K-major in shared memory, 64 x 64 per warpgroup
+// registers while it walks the query tiles Q_i, dO_i (B_r = 64 rows at d = 128, 128 at d = 64,
+// with L_i and D_i) of every query head of the group, which a producer warp streams through a
+// ring of shared memory by TMA. Two consumer warpgroups own 64 keys each. Per query tile:
+//   S^T  = K_j Q_i^T         wgmma, both operands K-major in shared memory, 64 x B_r per warpgroup
 //   dP^T = V_j dO_i^T        the same
 //   P^T  = exp2(S^T scale log2(e) - L_i)       in the accumulator registers; L_i per column
 //   dS^T = P^T o (dP^T - D_i)                  likewise
@@ -102,8 +102,9 @@ struct Smem {
 // mask) and whether a (query, key) element is visible. A variant with a score modifier
 // (kScoreMod) also gives score(x, ...) and its derivative, for x = S scale.
 //
-// CausalOrDense: every query tile of every query head of the group, in that order; causal: only
-// the tiles from the first query that sees key j0 on (the tiles above see none of the CTA's keys).
+// CausalOrDense: every query tile (T_r = N_q / B_r, rounded up) of every query head of the group,
+// in that order; causal: only the tiles from the first query that sees key j0 on (the tiles
+// above see none of the CTA's keys).
 struct CausalOrDense {
   static constexpr bool kScoreMod = false;
   struct Queries {
@@ -114,9 +115,9 @@ struct CausalOrDense {
   template <class C>
   __device__ Queries queries(int j0, int /*kv_head*/, const Params& p) const {
     Queries q;
-    const int first_query = p.causal ? max(0, j0 - p.offset) : 0;
-    q.i_first = first_query < p.N_q ? first_query / C::B_r : p.T_r;
-    q.T_i = p.T_r - q.i_first;
+    const int T_r = (p.N_q + C::B_r - 1) / C::B_r, first_query = p.causal ? max(0, j0 - p.offset) : 0;
+    q.i_first = first_query < p.N_q ? first_query / C::B_r : T_r;
+    q.T_i = T_r - q.i_first;
     q.steps = p.group * q.T_i;
     return q;
   }
@@ -157,7 +158,7 @@ struct Walk {
 
 // ---- the producer ------------------------------------------------------------------------------
 // One elected thread of warp 0 issues the copies: K_j and V_j once, then per step Q_i, dO_i and
-// the 64 floats of L_i and D_i into the next free stage, all counted by the stage's "full" barrier.
+// the B_r floats of L_i and D_i into the next free stage, all counted by the stage's "full" barrier.
 template <class C, class V>
 __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmdO, const CUtensorMap* tmK,
                         const CUtensorMap* tmV, const Walk<C, V>& w, const Params& p) {
@@ -192,8 +193,8 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 // Deterministic: before its reduce, waits until the block's flag says that every CTA before it in
 // the fixed order has added its part; after it, waits until its additions have landed and raises
 // the flag. The order is the key tiles' from the last that sees the block down to 0: causal, a
-// CTA meets a query tile two steps (B_c / B_r) after the CTA of the next key tile, which starts
-// two tiles lower, so going down the key tiles no CTA waits for one that is behind it. (Up, each
+// CTA meets a query tile B_c / B_r steps after the CTA of the next key tile, which starts that
+// many tiles lower, so going down the key tiles no CTA waits for one that is behind it. (Up, each
 // would wait for the one before, and the waits would chain along the diagonal.) The CTA it waits
 // for was launched after it but never waits for it in turn, and the CTAs launched before it
 // finish without it: no cycle.
@@ -203,13 +204,12 @@ __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p
     const int b = n % C::kdQBuffers;
     for (int cw = 0; cw < 2; ++cw) {
       tc::mbarrier_wait(sm.dq_full(cw, b), (n / C::kdQBuffers) & 1);
-      const int chunk = C::d == 128 ? cw : 0;
-      const std::size_t block = layout::block_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk);
+      const int row_block = C::dq_row_block(w.i(n), cw), chunk = C::dq_chunk(cw);
+      const std::size_t block = layout::block_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
       if constexpr (C::kDeterministic) {
-        // Writers per block and CTA: one at d = 128 (a consumer per column half), two at d = 64.
-        int* flag = p.dq_flags + layout::flag_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk);
+        int* flag = p.dq_flags + layout::flag_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
         const int rank = w.last_key_tile(w.i(n), p) - static_cast<int>(blockIdx.x);
-        const int turn = C::d == 128 ? rank : 2 * rank + cw;
+        const int turn = C::kDqWritersPerBlock == 1 ? rank : 2 * rank + cw;
         while (tc::ld_acquire_gpu(flag) != turn) {
         }
         tc::fence_proxy_async_global();  // the reduce below comes after what the flag published
@@ -219,7 +219,7 @@ __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p
       if constexpr (C::kDeterministic) {
         tc::cp_async_bulk_wait_group<0>();  // the additions are done ...
         tc::fence_proxy_async_global();     // ... and ordered before the flag
-        tc::red_release_gpu_add(p.dq_flags + layout::flag_index(w.q_head(n), p.T_r, w.i(n), C::d, chunk), 1);
+        tc::red_release_gpu_add(p.dq_flags + layout::flag_index(w.q_head(n), p.blocks, row_block, C::d, chunk), 1);
       } else {
         tc::cp_async_bulk_wait_group_read<0>();
       }
@@ -241,22 +241,25 @@ struct Consumer {
   const V& var;
   int cw, t;                                            // warpgroup 0 or 1 (keys 64 cw ..), thread in it
   float dk[C::d / 2], dv[C::d / 2];                     // dK_j, dV_j: this warpgroup's 64 keys x d
-  float s[32], dp[32];                                  // S^T then P^T; dP^T then dS^T (64 keys x 64 queries)
+  float s[C::kAcc], dp[C::kAcc];                        // S^T then P^T; dP^T then dS^T (64 keys x B_r queries)
   std::uint32_t pf[C::kQSteps][4], dsf[C::kQSteps][4];  // P^T, dS^T as A fragments (bf16)
-  float dq[32];                                         // 64 queries x 64 columns of dQ_i
+  float dq[32];                                         // a 64 x 64 block of dQ_i
 
   __device__ int key_row(int h) const { return 16 * (t / 32) + t % 32 / 4 + 8 * h; }  // 0..63
 
   // S^T = K_j Q_i^T (a = K_j, b = Q_i) or dP^T = V_j dO_i^T, as one group: the exponentials of P^T
   // can then start while dP^T is still in the tensor cores.
-  __device__ void issue_ss(float (&acc)[32], std::uint32_t a, std::uint32_t b) {
+  __device__ void issue_ss(float (&acc)[C::kAcc], std::uint32_t a, std::uint32_t b) {
     tc::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < C::kSSteps; ++k) {  // along d: 32 bytes of a 128-byte row per k16 step
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
       const std::uint32_t keys = box * C::B_c * 128 + cw * C::kKeysPerWarpgroup * 128 + off;
-      tc::wgmma_m64n64k16_ss_bf16<0, 0>(acc, tc::wgmma_desc_sw128(a + keys),
-                                        tc::wgmma_desc_sw128(b + box * C::B_r * 128 + off), k > 0);
+      const std::uint64_t da = tc::wgmma_desc_sw128(a + keys), db = tc::wgmma_desc_sw128(b + box * C::B_r * 128 + off);
+      if constexpr (C::B_r == 128)
+        tc::wgmma_m64n128k16_bf16(acc, da, db, k > 0);
+      else
+        tc::wgmma_m64n64k16_ss_bf16<0, 0>(acc, da, db, k > 0);
     }
     tc::wgmma_commit_group();
   }
@@ -269,7 +272,7 @@ struct Consumer {
     const float* L2 = sm.template at<float>(sm.L2(st));
     const int c = t % 4, key0 = j0 + cw * C::kKeysPerWarpgroup + key_row(0);
 #pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
+    for (int jj = 0; jj < C::B_r / 8; ++jj) {
       const float2 l = *reinterpret_cast<const float2*>(L2 + 8 * jj + 2 * c);
 #pragma unroll
       for (int h = 0; h < 2; ++h)
@@ -298,19 +301,32 @@ struct Consumer {
 #pragma unroll
       for (int q = 0; q < 4; ++q) dsf[kk][q] = tc::pack_bf16x2(dp[8 * kk + 2 * q], dp[8 * kk + 2 * q + 1]);
   }
-  // dS^T = P^T o (dP^T - D_i), in place of dP^T, and as A fragments.
+  // dS^T = P^T o (dP^T - D_i), in place of dP^T, and as A fragments. P^T is S^T's registers, in
+  // fp32; with 128 queries those 64 registers do not fit beside dP^T's, the fragments of P^T and
+  // of dS^T, dK and dV, so P^T comes back from its bf16 fragments (the P that dV is summed from):
+  // S^T's registers are free once the fragments are packed. (The PTX ISA forbids touching a
+  // wgmma's A registers while it runs: step() then forms dS^T before it issues dV.)
+  __device__ float p_of(int r) const {
+    if constexpr (C::kPFromFragments) {  // register r: fragment (jj / 2, 2 (jj % 2) + h), half e
+      const int jj = r / 4, h = r / 2 % 2, e = r % 2;
+      const std::uint32_t u = pf[jj / 2][2 * (jj % 2) + h];
+      return __uint_as_float(e ? u & 0xffff0000u : u << 16);  // a bf16 is the top half of its fp32
+    } else {
+      return s[r];
+    }
+  }
   __device__ void score_gradients(int st) {
     const float* D = sm.template at<float>(sm.D(st));
     const int c = t % 4;
 #pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
+    for (int jj = 0; jj < C::B_r / 8; ++jj) {
       const float2 dd = *reinterpret_cast<const float2*>(D + 8 * jj + 2 * c);
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int r = 4 * jj + 2 * h + e;
-          dp[r] = s[r] * (dp[r] - (e ? dd.y : dd.x));
+          dp[r] = p_of(r) * (dp[r] - (e ? dd.y : dd.x));
         }
     }
     pack_ds();
@@ -325,7 +341,7 @@ struct Consumer {
     const float* D = sm.template at<float>(sm.D(st));
     const int c = t % 4, key0 = j0 + cw * C::kKeysPerWarpgroup + key_row(0);
 #pragma unroll
-    for (int jj = 0; jj < 8; ++jj) {
+    for (int jj = 0; jj < C::B_r / 8; ++jj) {
       const float2 l = *reinterpret_cast<const float2*>(L2 + 8 * jj + 2 * c);
       const float2 dd = *reinterpret_cast<const float2*>(D + 8 * jj + 2 * c);
 #pragma unroll
@@ -345,16 +361,18 @@ struct Consumer {
     pack_ds();
   }
 
-  // dS^T into shared memory as [B_c keys][64 queries] bf16, 128B-swizzled (16-byte unit u of row r
-  // at u ^ r % 8, as TMA would write it): wgmma then reads it as the MN-major A operand dS.
-  // Fragment register q of step kk holds row h = q % 2, columns 16 kk + 8 (q / 2) + 2c, +1.
+  // dS^T into shared memory as boxes of [B_c keys][64 queries] bf16, 128B-swizzled (16-byte unit
+  // u of row r at u ^ r % 8, as TMA would write it): wgmma then reads it as the MN-major A operand
+  // dS. Fragment register q of step kk holds row h = q % 2, columns 16 kk + 8 (q / 2) + 2c, +1:
+  // box kk / 4, unit (2 kk + q / 2) % 8 of the row.
   __device__ void store_ds(int b) const {
 #pragma unroll
     for (int kk = 0; kk < C::kQSteps; ++kk)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const int r = cw * C::kKeysPerWarpgroup + key_row(q % 2), unit = 2 * kk + q / 2;
-        tc::st_shared_b32(sm.dS(b) + r * 128 + ((unit ^ (r % 8)) << 4) + 4 * (t % 4), dsf[kk][q]);
+        const int r = cw * C::kKeysPerWarpgroup + key_row(q % 2), unit = (2 * kk + q / 2) % 8;
+        const std::uint32_t box = sm.dS(b) + kk / 4 * C::B_c * 128;
+        tc::st_shared_b32(box + r * 128 + ((unit ^ (r % 8)) << 4) + 4 * (t % 4), dsf[kk][q]);
       }
   }
 
@@ -374,16 +392,18 @@ struct Consumer {
     tc::wgmma_commit_group();
   }
 
-  // dQ_i's 64 x 64 block: at d = 128 columns 64 cw .. over all B_c keys (K_j's box cw); at d = 64
-  // all columns over this warpgroup's keys. A = dS (dS^T read transposed), B = K_j (MN-major).
+  // This warpgroup's 64 x 64 block of dQ_i (Cfg's split): at d = 128 columns 64 cw .. (K_j's box
+  // cw) over all B_c keys; with 128 queries rows 64 cw .. (dS^T's box cw) over all B_c keys; else
+  // the whole block over this warpgroup's keys. A = dS (dS^T read transposed), B = K_j (MN-major).
   __device__ void issue_dq(int b) {
-    constexpr bool kSplitColumns = C::d == 128;
-    const int key_base = kSplitColumns ? 0 : cw * C::kKeysPerWarpgroup, box = kSplitColumns ? cw : 0;
+    const int key_base = C::kDqWritersPerBlock == 1 ? 0 : cw * C::kKeysPerWarpgroup;
+    const int box = C::kDqSplitColumns ? cw : 0;
+    const std::uint32_t ds = sm.dS(b) + (C::kDqSplitRows ? cw * C::B_c * 128 : 0);
     tc::wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < C::kDqKeySteps; ++kk) {
       const int key = key_base + 16 * kk;
-      tc::wgmma_m64n64k16_ss_bf16<1, 1>(dq, tc::wgmma_desc_mn_sw128(sm.dS(b) + key * 128, C::B_r * 128),
+      tc::wgmma_m64n64k16_ss_bf16<1, 1>(dq, tc::wgmma_desc_mn_sw128(ds + key * 128, C::B_r * 128),
                                         tc::wgmma_desc_mn_sw128(sm.K() + box * C::B_c * 128 + key * 128, C::B_c * 128),
                                         kk > 0);
     }
@@ -391,11 +411,11 @@ struct Consumer {
   }
 
   // Adds dQ_i's block into the fp32 accumulator (fa3_bwd_layout.h): Atomic, from the registers;
-  // otherwise through buffer n % 2 in shared memory to the writer warp. Accumulator row
-  // 16w + g + 8h is query i0 + that row; its columns 8 jj + 2c + e.
+  // otherwise through buffer n % kdQBuffers in shared memory to the writer warp. Accumulator row
+  // 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
   __device__ void add_dq(int n, int head, int i, const Params& p) {
     if constexpr (!C::kBulk) {
-      float* g = p.dQ_acc + layout::block_index(head, p.T_r, i, C::d, C::d == 128 ? cw : 0);
+      float* g = p.dQ_acc + layout::block_index(head, p.blocks, C::dq_row_block(i, cw), C::d, C::dq_chunk(cw));
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj)
 #pragma unroll
@@ -434,10 +454,17 @@ struct Consumer {
         probabilities<true>(st, head, w.j0, i0, p);
       else
         probabilities<false>(st, head, w.j0, i0, p);
-      issue_rs(dv, pf, sm.dO(st));
-      tc::wgmma_wait_group<1>();  // dP^T is done; dV may still run
-      tc::fence_operand(dp);
-      score_gradients(st);
+      if constexpr (!C::kPFromFragments) {
+        issue_rs(dv, pf, sm.dO(st));
+        tc::wgmma_wait_group<1>();  // dP^T is done; dV may still run
+        tc::fence_operand(dp);
+        score_gradients(st);
+      } else {  // dS^T reads the fragments of P^T, which no wgmma in flight may be reading
+        tc::wgmma_wait_group<0>();
+        tc::fence_operand(dp);
+        score_gradients(st);
+        issue_rs(dv, pf, sm.dO(st));
+      }
     } else {
       tc::wgmma_wait_group<0>();
       tc::fence_operand(dp);
@@ -475,8 +502,13 @@ struct Consumer {
   }
 
   __device__ void run(const Walk<C, V>& w, const Params& p) {
+    // A zero from an asm statement, which stays after setmaxnreg: a plain 0.0f is a constant the
+    // compiler may materialise before it, where a thread still has 168 registers, and ptxas then
+    // keeps dK_j, dV_j in local memory for the whole loop (at d = 64, B_r = 128: 768 bytes of spills).
+    float zero;
+    asm volatile("mov.b32 %0, 0;" : "=f"(zero));
 #pragma unroll
-    for (int k = 0; k < C::d / 2; ++k) dk[k] = 0.0f, dv[k] = 0.0f;
+    for (int k = 0; k < C::d / 2; ++k) dk[k] = zero, dv[k] = zero;
     if (w.steps == 0) return;
     tc::mbarrier_wait(sm.kv_full(), 0);
     issue_s(0);

@@ -3,9 +3,10 @@
 //   preprocess   one warp per query row: D_i = rowsum(dO_i * O_i) in fp32, and L in log2
 //                units, so the main loop's P = exp2(S scale log2(e) - L2) is one FMA and one
 //                exp2. A row that saw no key (L = -inf: causal with N > N_kv) and the padding
-//                rows up to the 64-row tile get L2 = +inf: their P is exactly 0. D of the
-//                padding rows is 0. The main kernel reads 64 rows of each at once (one bulk
-//                copy), so both are padded to N_pad rows per head.
+//                rows up to N_pad get L2 = +inf: their P is exactly 0. D of the padding
+//                rows is 0. The main kernel reads a query tile's rows of each at once (one
+//                bulk copy), so both are padded to N_pad rows per head (128 rows: the
+//                largest query tile).
 //   postprocess  dQ = scale * dQ_acc, read from the accumulator's 64 x 64 blocks
 //                (fa3_bwd_layout.h), written as bf16 rows.
 #include <cuda_bf16.h>
@@ -51,16 +52,16 @@ __global__ void preprocess_kernel(const bf16* __restrict__ O, const bf16* __rest
 }
 
 template <int d>
-__global__ void postprocess_kernel(const float* __restrict__ dQ_acc, bf16* __restrict__ dQ, int N, int T_r, float scale,
-                                   std::int64_t pairs) {
+__global__ void postprocess_kernel(const float* __restrict__ dQ_acc, bf16* __restrict__ dQ, int N, int blocks,
+                                   float scale, std::int64_t pairs) {
   // One thread per two neighbouring columns of one row.
   const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= pairs) return;
   const int col = static_cast<int>(k % (d / 2)) * 2;
   const std::int64_t row = k / (d / 2);
   const std::int64_t head = row / N;
-  const int n = static_cast<int>(row % N), i = n / layout::B_r, r = n % layout::B_r;
-  const float* block = dQ_acc + layout::block_index(head, T_r, i, d, col / layout::kChunkCols);
+  const int n = static_cast<int>(row % N), i = n / layout::kBlockRows, r = n % layout::kBlockRows;
+  const float* block = dQ_acc + layout::block_index(head, blocks, i, d, col / layout::kChunkCols);
   const int c = col % layout::kChunkCols;
   const float2 v = *reinterpret_cast<const float2*>(block + layout::chunk_offset(r, c));  // c, c + 1: one unit
   *reinterpret_cast<__nv_bfloat162*>(dQ + row * d + col) = __floats2bfloat162_rn(v.x * scale, v.y * scale);
@@ -86,12 +87,12 @@ void launch_preprocess(const ladder::AttentionShape& s, const bf16* O, const bf1
 
 void launch_postprocess(const ladder::AttentionShape& s, const float* dQ_acc, bf16* dQ, cudaStream_t stream) {
   const std::int64_t pairs = std::int64_t(s.rows()) * (s.d / 2);
-  const int T_r = layout::padded_rows(s.N) / layout::B_r;
+  const int blocks_per_head = layout::padded_rows(s.N) / layout::kBlockRows;
   const unsigned blocks = static_cast<unsigned>(ladder::ceil_div(pairs, std::int64_t(256)));
   if (s.d == 128)
-    postprocess_kernel<128><<<blocks, 256, 0, stream>>>(dQ_acc, dQ, s.N, T_r, s.scale(), pairs);
+    postprocess_kernel<128><<<blocks, 256, 0, stream>>>(dQ_acc, dQ, s.N, blocks_per_head, s.scale(), pairs);
   else
-    postprocess_kernel<64><<<blocks, 256, 0, stream>>>(dQ_acc, dQ, s.N, T_r, s.scale(), pairs);
+    postprocess_kernel<64><<<blocks, 256, 0, stream>>>(dQ_acc, dQ, s.N, blocks_per_head, s.scale(), pairs);
   CUDA_CHECK_LAUNCH();
 }
 

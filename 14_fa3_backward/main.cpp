@@ -35,7 +35,7 @@ const std::string kUsage =
 // block has its own float in its own row.
 bool dq_layout_ok() {
   namespace L = fa3bwd::layout;
-  for (int r = 0; r < L::B_r; ++r) {
+  for (int r = 0; r < L::kBlockRows; ++r) {
     unsigned long long seen = 0;
     for (int c = 0; c < L::kChunkCols; ++c) {
       const int o = L::chunk_offset(r, c);

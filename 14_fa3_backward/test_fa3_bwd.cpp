@@ -33,7 +33,7 @@ using ladder::AttentionShape;
 TEST(CpuFa3Bwd, DqBlockLayoutIsAPermutationOfEachRow) {
   namespace L = fa3bwd::layout;
   std::set<int> seen;
-  for (int r = 0; r < L::B_r; ++r)
+  for (int r = 0; r < L::kBlockRows; ++r)
     for (int c = 0; c < L::kChunkCols; ++c) {
       const int o = L::chunk_offset(r, c);
       EXPECT_EQ(o / L::kChunkCols, r) << "row " << r << " col " << c;

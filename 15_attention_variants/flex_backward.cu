@@ -6,10 +6,10 @@
 namespace variants {
 
 namespace {
-// At each head dim chapter 14 compiles; the query step is 64 rows at both.
+// At each head dim chapter 14 compiles, with query tiles of the block mask's 64 rows (flex.h) at
+// both: chapter 14's own 128 at d = 64 would need a block mask per head dim.
 template <int d>
-using Cfg = fa3bwd::detail::Cfg<d, fa3bwd::Step::BulkReduce>;
-static_assert(Cfg<64>::B_r == kBackwardB_r && Cfg<128>::B_r == kBackwardB_r, "flex.h's backward tile");
+using Cfg = fa3bwd::detail::Cfg<d, fa3bwd::Step::BulkReduce, kBackwardB_r>;
 }  // namespace
 
 template <class Mask, class Score>
