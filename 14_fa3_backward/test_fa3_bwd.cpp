@@ -1,6 +1,7 @@
 #include <cstdint>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "12_fa3_hopper/fa3.h"
@@ -50,8 +51,37 @@ TEST(CpuFa3Bwd, DqBlockLayoutIsAPermutationOfEachRow) {
 
 TEST(CpuFa3Bwd, WorkspaceHoldsPaddedRowsAndTheDqBlocks) {
   const AttentionShape s = attention_shape(2, 4, 2, 100, 70, 128, true);
-  const std::size_t rows = 2 * 4 * 128;  // N = 100 padded to two 64-row tiles
+  const std::size_t rows = 2 * 4 * 128;  // N = 100 padded to 128 rows (the larger query tile)
   EXPECT_EQ(fa3bwd::backward_workspace_floats(s), 2 * rows + rows * 128 + rows * 128 / 4096);  // + one flag per block
+}
+
+// The tile policy's split of dQ_i: the two consumers' 64 x 64 blocks cover the query tile's rows
+// and d's columns, each block written kDqWritersPerBlock times per CTA (once, except at d = 64
+// with 64-row tiles, chapter 15's), and every query tile lies inside the padded rows.
+TEST(CpuFa3Bwd, TheConsumersSplitDqIntoItsBlocks) {
+  namespace L = fa3bwd::layout;
+  auto check = [](auto cfg) {
+    using C = decltype(cfg);
+    const int rows = C::B_r / L::kBlockRows, chunks = C::d / L::kChunkCols;
+    for (int i : {0, 1, 7}) {
+      std::multiset<std::pair<int, int>> written;
+      for (int cw = 0; cw < 2; ++cw) written.insert({C::dq_row_block(i, cw), C::dq_chunk(cw)});
+      EXPECT_EQ(written.size(), std::size_t(rows * chunks * C::kDqWritersPerBlock))
+          << "d=" << C::d << " B_r=" << C::B_r;
+      for (int r = 0; r < rows; ++r)
+        for (int ch = 0; ch < chunks; ++ch)
+          EXPECT_EQ(written.count({i * rows + r, ch}), std::size_t(C::kDqWritersPerBlock))
+              << "d=" << C::d << " B_r=" << C::B_r << " tile " << i << " block " << r << " chunk " << ch;
+    }
+    for (int N : {1, 64, 100, 128, 4093}) EXPECT_EQ(L::padded_rows(N) % C::B_r, 0) << "N=" << N;
+  };
+  using fa3bwd::Step;
+  static_assert(
+      fa3bwd::detail::Cfg<64, Step::BulkReduce>::B_r == 128 && fa3bwd::detail::Cfg<128, Step::BulkReduce>::B_r == 64,
+      "the tile policy: 128 query rows at d = 64, 64 at d = 128");
+  check(fa3bwd::detail::Cfg<64, Step::BulkReduce>{});
+  check(fa3bwd::detail::Cfg<128, Step::BulkReduce>{});
+  check(fa3bwd::detail::Cfg<64, Step::BulkReduce, 64>{});
 }
 
 TEST(CpuFa3Bwd, SharedMemoryFitsTheH200) {
