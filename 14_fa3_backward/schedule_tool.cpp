@@ -12,13 +12,15 @@
 // the programs are played on chapter 09's schedule model (schedule_model.h). The costs are a
 // model, not a measurement:
 //   a wgmma of F FLOPs occupies the SM's tensor cores for F / 4096 cycles (dense bf16);
-//   the exponentials of a 64 x 64 tile occupy the SM's exponential units (16 per cycle) for
-//   64 * 64 / 16 cycles, shared when both warpgroups need them at once;
+//   the exponentials of a 64 x B_r tile occupy the SM's exponential units (16 per cycle) for
+//   64 * B_r / 16 cycles, shared when both warpgroups need them at once;
 //   dS^T's element-wise work, the stores of dS^T and of the dQ block: --elementwise-cycles each;
 //   a TMA copy lands --copy-cycles after its issue; the writer's reduce-add has read its block
 //   --reduce-cycles after its issue (then the buffer is free again).
 //   14_fa3_backward_schedule [--d D] [--query-tiles N] [--copy-cycles C] [--elementwise-cycles C]
 //                            [--reduce-cycles C]
+// The consumers' program order is d = 128's (dS^T formed while dV runs); at d = 64 the kernel forms
+// dS^T before it issues dV (Consumer::step), which this model does not play.
 #include <algorithm>
 #include <iostream>
 #include <stdexcept>
@@ -44,11 +46,11 @@ struct Costs {
 template <class C>
 void play(std::ostream& out, int T, bool overlapped, const Costs& cost) {
   constexpr int S = C::kStages, Q = C::B_r, K = C::kKeysPerWarpgroup, d = C::d, B = C::kdQBuffers;
-  // S^T, dP^T: kSSteps wgmma.m64n64k16; dV, dK: kQSteps wgmma.m64n{d}k16; dQ: kDqKeySteps
-  // wgmma.m64n64k16 (at d = 128 each consumer owns 64 of dQ's columns).
+  // S^T, dP^T: kSSteps wgmma.m64n{B_r}k16; dV, dK: kQSteps wgmma.m64n{d}k16; dQ: kDqKeySteps
+  // wgmma.m64n64k16 (each consumer owns one 64 x 64 block of dQ_i).
   const Tick s_wgmma = 2L * K * Q * 16 / kTensorFlopsPerCycle;
   const Tick kv_wgmma = 2L * K * d * 16 / kTensorFlopsPerCycle;
-  const Tick dq_wgmma = 2L * Q * 64 * 16 / kTensorFlopsPerCycle;
+  const Tick dq_wgmma = 2L * 64 * 64 * 16 / kTensorFlopsPerCycle;
   const Tick exps = long(K) * Q / kExpPerCycle;
 
   sched::Machine m;

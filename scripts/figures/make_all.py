@@ -4,7 +4,7 @@
     cmake --build build --target 01_vector_add 02_matmul_naive 03_matmul_tiled 07_fa_backward_loop_trace \
         09_tensor_core_matmul 09_tensor_core_matmul_schedule 10_fa2_tensor_cores_p_reuse \
         11_flash_decoding_split_trace 12_fa3_hopper_schedule 14_fa3_backward_dq_order 14_fa3_backward_schedule \
-        15_attention_variants_block_masks
+        14_fa3_backward_tiles 15_attention_variants_block_masks
     scripts/figures/make_all.py [BUILD_DIR]        (default: build/)
 
 No GPU is needed: each script runs a chapter executable's CPU mode (--print-model,
@@ -23,6 +23,7 @@ of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not 
   fa3_schedule.py 12 figures/fa3_schedule.png                warpspec, pingpong, intrawg schedules
   dq_order.py     14 figures/dq_order.png                    the deterministic dQ order on a schedule model
   bwd_schedule.py 14 figures/bwd_schedule.png                dQ waited for alone vs the next S^T behind it
+  bwd_tiles.py    14 figures/bwd_tiles.png                   the tile policy: who computes what, shared memory
   block_masks.py  15 figures/block_masks.png                 the built-in masks' empty, partial and full tiles
 """
 import argparse
@@ -36,7 +37,7 @@ build = ap.parse_args().build_dir or str(pathlib.Path(__file__).resolve().parent
 here = pathlib.Path(__file__).resolve().parent
 for script in ("thread_map.py", "coalescing.py", "bank_map.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
                "split_merge.py", "fa3_schedule.py", "dq_order.py", "bwd_schedule.py",
-               "block_masks.py"):
+               "bwd_tiles.py", "block_masks.py"):
     if subprocess.run([sys.executable, str(here / script), build]).returncode != 0:
         sys.exit(f"make_all.py: {script} failed")
 # plot_layouts.py reads the layout tables on stdin.
