@@ -49,7 +49,7 @@ struct BackwardOptions {
 std::string unavailable_reason();
 
 // fp32 workspace, in floats: L_i in log2 units and D_i = rowsum(dO_i * O_i), [B, H, N_pad]
-// each (N_pad = N rounded up to the 64-row query tile), then the dQ accumulator
+// each (N_pad = N rounded up to 128 rows, the larger query tile), then the dQ accumulator
 // [B, H, N_pad / 64, d / 64, 64 x 64] (fa3_bwd_layout.h), then the deterministic step's flags
 // (one int per dQ block). 16-byte aligned.
 std::size_t backward_workspace_floats(const ladder::AttentionShape& s);

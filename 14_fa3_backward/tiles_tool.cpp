@@ -1,7 +1,7 @@
 // Chapter 14's tile policy as rectangles (CSV), for scripts/figures/bwd_tiles.py. CPU only; every
 // figure comes from the kernel's Cfg (fa3_bwd_config.h). Three policies side by side:
 //   d = 128, B_r = 64    chapter 14 at d = 128
-//   d = 64,  B_r = 64    chapter 15 at d = 64 (its block masks' tile), and chapter 14's before
+//   d = 64,  B_r = 64    chapter 15 at d = 64 (its block masks' tile)
 //   d = 64,  B_r = 128   chapter 14 at d = 64
 // and for each:
 //   scores   S^T and dP^T of one step, B_c keys x B_r queries: which consumer computes which rows

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Chapter 14: the tile policy, drawn from 14_fa3_backward_tiles (the kernel's Cfg,
 fa3_bwd_config.h). Three policies side by side: d = 128 with 64-row query tiles; d = 64 with 64
-rows (chapter 15's tile, and chapter 14's before); d = 64 with 128 rows (chapter 14's now). For
+rows (chapter 15's tile); d = 64 with 128 rows (chapter 14's). For
 each: which consumer warpgroup computes which rows of S^T and dP^T, which adds which 64 x 64 block
 of dQ_i, a step's GEMMs per warpgroup, and the shared memory.
 
