@@ -22,8 +22,8 @@
 // dS^T goes to shared memory, where the instruction's transpose bit reads it as dS.
 // Within a warpgroup the steps overlap where the data allow: the exponentials of P^T run while
 // the tensor cores finish dP^T, dS^T is formed while they compute dV += P^T dO_i (at d = 128; at
-// d = 64 before, score_gradients says why), and dQ_i is handed on while they compute the next
-// query tile's S^T.
+// d = 64 it is formed before dV is issued: score_gradients says why), and dQ_i is handed on
+// while they compute the next query tile's S^T.
 // dQ_i is summed over the key tiles, so over CTAs: each consumer adds its 64 x 64 fp32 block
 // into a buffer in global memory, with one atomic per element (Step::Atomic), or hands it through
 // shared memory to a writer warp that issues one bulk reduce-add by the copy engine
