@@ -6,7 +6,8 @@
 //     modifier, documents    compiled in (FlexAttention's idea; sm_90a)
 //   dense or causal on a     chapter 10's forward and backward (FA2 on mma.sync, sm_80 and later)
 //     GPU without sm_90a
-// Decoding is chapter 11's split-KV kernel (fdec::decode), called as it is.
+// Decoding is chapter 11's split-KV kernel (fdec::decode), after one launch that appends the step's
+// new keys and values to the cache (decode_step.cu).
 // Layouts are the chapters' (PyTorch's SDPA layout): Q, O, dQ [B, H, N, d]; K, V, dK, dV
 // [B, H_kv, N_kv, d]; L [B, H, N] fp32 (natural log). No CUDA syntax: the bindings and the tests
 // include it from .cpp files.
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <string>
 
+#include "11_flash_decoding/flash_decoding.h"
 #include "attention_shape.h"
 #include "bf16.h"
 
@@ -74,5 +76,36 @@ std::size_t backward_workspace_floats(const ladder::AttentionShape& s, Mask mask
 void backward(const ladder::AttentionShape& s, const Variant& v, const bf16* Q, const bf16* K, const bf16* V,
               const bf16* O, const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               cudaStream_t stream);
+
+// ---- decoding ----------------------------------------------------------------------------------
+// A KV cache that a decoding step writes and reads, in chapter 11's layouts: contiguous (block_table
+// null; `capacity` keys per (b, h_kv) slab) or paged (pages of page_size keys, block_table
+// [B, max_pages_per_seq] naming them).
+struct KvCache {
+  bf16* K = nullptr;
+  bf16* V = nullptr;
+  int capacity = 0;
+  const int* block_table = nullptr;
+  int num_pages = 0, page_size = 0, max_pages_per_seq = 0;
+  fdec::KvCache view() const;  // chapter 11's read-only view of the same storage
+};
+
+// K_new, V_new [B, H_kv, n_new, d] into the cache at positions seq_lens[b] .. seq_lens[b] + n_new - 1
+// of sequence b, and seq_lens_after[b] = seq_lens[b] + n_new when seq_lens_after is not null. One
+// launch: at batch 1 a decoding step is host-bound, and PyTorch's indexing spreads this copy over a
+// dozen operations. A position the cache does not hold (or a block-table entry outside the pool) is
+// not written; decode() clamps the lengths to the cache the same way. Throws std::invalid_argument
+// before any launch for a bad shape, layout or pointer.
+void append_kv(const KvCache& c, int B, int H_kv, int d, const int* seq_lens, const bf16* K_new, const bf16* V_new,
+               int n_new, int* seq_lens_after, cudaStream_t stream);
+
+// One decoding step as flash_attn_with_kvcache takes it: n_new keys and values per sequence appended
+// (0: none), then chapter 11's decode of s.n_q queries over the lengths after the append. seq_lens
+// [B] int32 counts the keys cached before the step and is not advanced (the caller owns it). O
+// [B, H_q, n_q, d]; workspace: decode_workspace_bytes(s) bytes (chapter 11's partials, the LSE and
+// the lengths after the append), 16-byte aligned.
+std::size_t decode_workspace_bytes(const fdec::DecodeShape& s);
+void decode(const fdec::DecodeShape& s, const bf16* Q, const KvCache& c, const int* seq_lens, const bf16* K_new,
+            const bf16* V_new, int n_new, bf16* O, void* workspace, cudaStream_t stream);
 
 }  // namespace ops

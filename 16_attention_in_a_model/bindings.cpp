@@ -36,12 +36,16 @@ ops::Variant variant(const std::string& mask, int left, int right, int prefix, s
   return v;
 }
 
-fdec::KvCache cache(std::uintptr_t K, std::uintptr_t V, int capacity, std::uintptr_t block_table, int num_pages,
-                    int page_size, int max_pages_per_seq) {
+// block_table 0: a contiguous cache of `capacity` keys per slab; else pages.
+ops::KvCache cache(std::uintptr_t K, std::uintptr_t V, int capacity, std::uintptr_t block_table, int num_pages,
+                   int page_size, int max_pages_per_seq) {
+  ops::KvCache c;
+  c.K = at<ladder::bf16>(K), c.V = at<ladder::bf16>(V), c.block_table = at<const int>(block_table);
   if (block_table == 0)
-    return fdec::KvCache::contiguous(at<const ladder::bf16>(K), at<const ladder::bf16>(V), capacity);
-  return fdec::KvCache::paged(at<const ladder::bf16>(K), at<const ladder::bf16>(V), at<const int>(block_table),
-                              num_pages, page_size, max_pages_per_seq);
+    c.capacity = capacity;
+  else
+    c.num_pages = num_pages, c.page_size = page_size, c.max_pages_per_seq = max_pages_per_seq;
+  return c;
 }
 
 }  // namespace
@@ -110,17 +114,30 @@ NB_MODULE(_C, m) {
       },
       nb::call_guard<nb::gil_scoped_release>());
 
-  m.def("decode_workspace_bytes", [](const fdec::DecodeShape& s) { return fdec::plan(s).workspace_bytes; });
+  m.def("decode_workspace_bytes", [](const fdec::DecodeShape& s) { return ops::decode_workspace_bytes(s); });
   m.def("decode_plan", [](const fdec::DecodeShape& s) { return fdec::plan(s).str(); });
+
+  m.def(
+      "append_kv",
+      [](std::uintptr_t K, std::uintptr_t V, int capacity, std::uintptr_t block_table, int num_pages, int page_size,
+         int max_pages_per_seq, int B, int H_kv, int d, std::uintptr_t seq_lens, std::uintptr_t K_new,
+         std::uintptr_t V_new, int n_new, std::uintptr_t stream) {
+        ops::append_kv(cache(K, V, capacity, block_table, num_pages, page_size, max_pages_per_seq), B, H_kv, d,
+                       at<const int>(seq_lens), at<const ladder::bf16>(K_new), at<const ladder::bf16>(V_new), n_new,
+                       nullptr, stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
 
   m.def(
       "decode",
       [](const fdec::DecodeShape& s, std::uintptr_t Q, std::uintptr_t K, std::uintptr_t V, int capacity,
          std::uintptr_t block_table, int num_pages, int page_size, int max_pages_per_seq, std::uintptr_t seq_lens,
-         std::uintptr_t O, std::uintptr_t LSE, std::uintptr_t workspace, std::uintptr_t stream) {
-        fdec::decode(
-            s, at<const ladder::bf16>(Q), cache(K, V, capacity, block_table, num_pages, page_size, max_pages_per_seq),
-            at<const int>(seq_lens), at<ladder::bf16>(O), at<float>(LSE), at<void>(workspace), {}, stream_at(stream));
+         std::uintptr_t K_new, std::uintptr_t V_new, int n_new, std::uintptr_t O, std::uintptr_t workspace,
+         std::uintptr_t stream) {
+        ops::decode(s, at<const ladder::bf16>(Q),
+                    cache(K, V, capacity, block_table, num_pages, page_size, max_pages_per_seq),
+                    at<const int>(seq_lens), at<const ladder::bf16>(K_new), at<const ladder::bf16>(V_new), n_new,
+                    at<ladder::bf16>(O), at<void>(workspace), stream_at(stream));
       },
       nb::call_guard<nb::gil_scoped_release>());
 }

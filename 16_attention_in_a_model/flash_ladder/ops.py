@@ -221,43 +221,17 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: O
 
 
 # ---- decoding: chapter 11 on a contiguous or paged cache ---------------------------------------
-@torch.library.custom_op("flash_ladder::decode", mutates_args=())
-def decode_forward(q: Tensor, k_cache: Tensor, v_cache: Tensor, seq_lens: Tensor, block_table: Optional[Tensor],
-                   max_seq_len: int) -> Tensor:
-    _check("q", q, 4)
-    _check("k_cache", k_cache, 4)
-    _check("v_cache", v_cache, 4)
-    _check("cache_seqlens", seq_lens, 1, torch.int32)
-    B, H, n_q, d = q.shape
-    s = _module().DecodeShape()
-    s.B, s.H_q, s.H_kv, s.n_q, s.d, s.max_seq_len = B, H, k_cache.shape[1], n_q, d, max_seq_len
-    o = torch.empty_like(q)
-    lse = torch.empty((B, H, n_q), dtype=torch.float32, device=q.device)
-    with torch.cuda.device(q.device):
-        workspace = torch.empty(_module().decode_workspace_bytes(s), dtype=torch.uint8, device=q.device)
-        if block_table is None:
-            paging = (k_cache.shape[2], 0, 0, 0, 0)
-        else:
-            _check("block_table", block_table, 2, torch.int32)
-            paging = (0, block_table.data_ptr(), k_cache.shape[0], k_cache.shape[2], block_table.shape[1])
-        _module().decode(s, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), *paging, seq_lens.data_ptr(),
-                         o.data_ptr(), lse.data_ptr(), workspace.data_ptr(), _stream(q))
-    return o
-
-
-@decode_forward.register_fake
-def _(q, k_cache, v_cache, seq_lens, block_table, max_seq_len):
-    return torch.empty_like(q)
-
-
-def _check_cache(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor, block_table: Optional[Tensor]):
-    _check("q", q, 4)
+# A decoding step is a few hundred small launches and at batch 1 the host decides its speed: each
+# operator makes one call into the module, which launches everything (the append of the new keys
+# is one kernel there, not a dozen PyTorch operations).
+def _check_cache(B: int, H: int, d: int, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor,
+                 block_table: Optional[Tensor]) -> int:
+    """Checks a cache for B sequences of H query heads of dim d; returns the keys one sequence holds."""
     _check("k_cache", k_cache, 4)
     _check("v_cache", v_cache, 4)
     _check("cache_seqlens", cache_seqlens, 1, torch.int32)
-    B, H, n_q, d = q.shape
     if k_cache.shape != v_cache.shape or k_cache.shape[3] != d or H % k_cache.shape[1] != 0:
-        raise ValueError(f"q {tuple(q.shape)}, k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)}: "
+        raise ValueError(f"k_cache {tuple(k_cache.shape)}, v_cache {tuple(v_cache.shape)} for {H} heads of dim {d}: "
                          "caches [B, H_kv, capacity, d] or pages [num_pages, H_kv, page_size, d], H a multiple of H_kv")
     if d not in SUPPORTED_D:
         raise ValueError(f"head dim {d}: supported {SUPPORTED_D}")
@@ -275,24 +249,88 @@ def _check_cache(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Ten
     return block_table.shape[1] * k_cache.shape[2]
 
 
-def append_kv(k_cache: Tensor, v_cache: Tensor, k: Tensor, v: Tensor, cache_seqlens: Tensor,
-              block_table: Optional[Tensor] = None) -> None:
-    """Writes k, v ([B, H_kv, n, d]) at positions cache_seqlens[b] .. + n of each sequence's cache.
-    PyTorch's indexing does the scatter: no kernel of the ladder's is needed for a copy."""
+def _check_new(k: Tensor, v: Tensor, k_cache: Tensor, B: int):
     _check("k", k, 4)
     _check("v", v, 4)
-    B, _, n, _ = k.shape
-    pos = cache_seqlens.to(torch.int64)[:, None] + torch.arange(n, device=k.device)  # [B, n]
-    src_k, src_v = k.transpose(1, 2), v.transpose(1, 2)  # [B, n, H_kv, d]: the indexed dims first
+    if k.shape != v.shape or k.shape[0] != B or k.shape[1] != k_cache.shape[1] or k.shape[3] != k_cache.shape[3]:
+        raise ValueError(f"k {tuple(k.shape)}, v {tuple(v.shape)}: [B = {B}, H_kv = {k_cache.shape[1]}, n, "
+                         f"d = {k_cache.shape[3]}] new keys and values")
+
+
+def _layout(k_cache: Tensor, block_table: Optional[Tensor]):
+    """The cache as the module takes it: capacity, block table, num_pages, page_size, pages per sequence."""
     if block_table is None:
-        rows = torch.arange(B, device=k.device)[:, None].expand(B, n)
-        k_cache[rows, :, pos] = src_k
-        v_cache[rows, :, pos] = src_v
-        return
-    page_size = k_cache.shape[2]
-    pages = torch.gather(block_table.to(torch.int64), 1, pos // page_size)
-    k_cache[pages, :, pos % page_size] = src_k
-    v_cache[pages, :, pos % page_size] = src_v
+        return k_cache.shape[2], 0, 0, 0, 0
+    return 0, block_table.data_ptr(), k_cache.shape[0], k_cache.shape[2], block_table.shape[1]
+
+
+def _check_append(k_cache, v_cache, k, v, seq_lens, block_table):
+    _check("k", k, 4)
+    B, H_kv, _, d = k.shape
+    _check_cache(B, H_kv, d, k_cache, v_cache, seq_lens, block_table)
+    _check_new(k, v, k_cache, B)
+
+
+def _check_decode(q, k_cache, v_cache, seq_lens, block_table, k_new, v_new, max_seq_len) -> int:
+    """Every check of a decoding step; returns the bound on the lengths (max_seq_len 0: the capacity)."""
+    _check("q", q, 4)
+    B, H, n_q, d = q.shape
+    capacity = _check_cache(B, H, d, k_cache, v_cache, seq_lens, block_table)
+    if not 1 <= n_q <= MAX_DECODE_QUERIES:
+        raise ValueError(f"n_q = {n_q} new queries: supported 1 .. {MAX_DECODE_QUERIES}")
+    if (k_new is None) != (v_new is None):
+        raise ValueError("k and v: give both new keys and new values, or neither")
+    if k_new is not None:
+        _check_new(k_new, v_new, k_cache, B)
+    bound = capacity if max_seq_len == 0 else max_seq_len
+    if not 1 <= bound <= capacity:
+        raise ValueError(f"max_seqlen = {bound}: must be between 1 and the cache's capacity {capacity}")
+    return bound
+
+
+# The fake implementations check too: a shape error shows on meta tensors and under torch.compile.
+@torch.library.custom_op("flash_ladder::append_kv", mutates_args=("k_cache", "v_cache"))
+def append_kv_op(k_cache: Tensor, v_cache: Tensor, k: Tensor, v: Tensor, seq_lens: Tensor,
+                 block_table: Optional[Tensor]) -> None:
+    _check_append(k_cache, v_cache, k, v, seq_lens, block_table)
+    B, H_kv, n, d = k.shape
+    with torch.cuda.device(k.device):
+        _module().append_kv(k_cache.data_ptr(), v_cache.data_ptr(), *_layout(k_cache, block_table), B, H_kv, d,
+                            seq_lens.data_ptr(), k.data_ptr(), v.data_ptr(), n, _stream(k))
+
+
+@append_kv_op.register_fake
+def _(k_cache, v_cache, k, v, seq_lens, block_table):
+    _check_append(k_cache, v_cache, k, v, seq_lens, block_table)
+
+
+@torch.library.custom_op("flash_ladder::decode", mutates_args=("k_cache", "v_cache"))
+def decode_forward(q: Tensor, k_cache: Tensor, v_cache: Tensor, seq_lens: Tensor, block_table: Optional[Tensor],
+                   k_new: Optional[Tensor], v_new: Optional[Tensor], max_seq_len: int) -> Tensor:
+    bound = _check_decode(q, k_cache, v_cache, seq_lens, block_table, k_new, v_new, max_seq_len)
+    B, H, n_q, d = q.shape
+    s = _module().DecodeShape()
+    s.B, s.H_q, s.H_kv, s.n_q, s.d, s.max_seq_len = B, H, k_cache.shape[1], n_q, d, bound
+    o = torch.empty_like(q)
+    with torch.cuda.device(q.device):
+        workspace = torch.empty(_module().decode_workspace_bytes(s), dtype=torch.uint8, device=q.device)
+        _module().decode(s, q.data_ptr(), k_cache.data_ptr(), v_cache.data_ptr(), *_layout(k_cache, block_table),
+                         seq_lens.data_ptr(), _addr(k_new), _addr(v_new), 0 if k_new is None else k_new.shape[2],
+                         o.data_ptr(), workspace.data_ptr(), _stream(q))
+    return o
+
+
+@decode_forward.register_fake
+def _(q, k_cache, v_cache, seq_lens, block_table, k_new, v_new, max_seq_len):
+    _check_decode(q, k_cache, v_cache, seq_lens, block_table, k_new, v_new, max_seq_len)
+    return torch.empty_like(q)
+
+
+def append_kv(k_cache: Tensor, v_cache: Tensor, k: Tensor, v: Tensor, cache_seqlens: Tensor,
+              block_table: Optional[Tensor] = None) -> None:
+    """Writes k, v ([B, H_kv, n, d], any strides) at positions cache_seqlens[b] .. + n - 1 of each
+    sequence's cache (one kernel launch). cache_seqlens is not advanced (the caller owns it)."""
+    append_kv_op(k_cache, v_cache, k.contiguous(), v.contiguous(), cache_seqlens, block_table)
 
 
 def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor, block_table: Optional[Tensor] = None,
@@ -307,19 +345,10 @@ def decode(q: Tensor, k_cache: Tensor, v_cache: Tensor, cache_seqlens: Tensor, b
     length after the append (default: the cache's capacity), which sizes the grid without reading
     the lengths back.
     """
-    capacity = _check_cache(q, k_cache, v_cache, cache_seqlens, block_table)
-    if not 1 <= q.shape[2] <= MAX_DECODE_QUERIES:
-        raise ValueError(f"n_q = {q.shape[2]} new queries: supported 1 .. {MAX_DECODE_QUERIES}")
-    seq_lens = cache_seqlens
-    if k is not None or v is not None:
-        if k is None or v is None:
-            raise ValueError("k and v: give both new keys and new values, or neither")
-        append_kv(k_cache, v_cache, k, v, cache_seqlens, block_table)
-        seq_lens = cache_seqlens + k.shape[2]
-    bound = capacity if max_seqlen is None else int(max_seqlen)
-    if not 1 <= bound <= capacity:
-        raise ValueError(f"max_seqlen = {bound}: must be between 1 and the cache's capacity {capacity}")
-    return decode_forward(q, k_cache, v_cache, seq_lens.to(torch.int32), block_table, bound)
+    if max_seqlen is not None and max_seqlen < 1:
+        raise ValueError(f"max_seqlen = {max_seqlen}: must be between 1 and the cache's capacity")
+    k, v = (None if t is None else t.contiguous() for t in (k, v))
+    return decode_forward(q, k_cache, v_cache, cache_seqlens, block_table, k, v, int(max_seqlen or 0))
 
 
 def kernels_for(q_shape, k_shape, *, mask: str = "none", score_mod: str = "none", hopper: Optional[bool] = None) -> str:

@@ -33,10 +33,25 @@ def meta(*shape, grad=True):
 
 
 def test_operators_are_registered_with_their_schemas():
-    for name in ("attention_forward", "attention_backward", "decode"):
+    for name in ("attention_forward", "attention_backward", "decode", "append_kv"):
         assert hasattr(torch.ops.flash_ladder, name), name
     schema = str(torch.ops.flash_ladder.attention_forward.default._schema)
     assert "Tensor q" in schema and "-> (Tensor, Tensor)" in schema
+    # The step writes the cache: declared, so torch.compile orders it and functionalises it.
+    schema = str(torch.ops.flash_ladder.decode.default._schema)
+    assert "Tensor(a1!) k_cache" in schema and "Tensor(a2!) v_cache" in schema, schema
+
+
+def test_decode_checks_show_on_meta_tensors():
+    q, kc = meta(2, 4, 1, 128, grad=False), meta(2, 2, 256, 128, grad=False)
+    lens = torch.zeros(2, dtype=torch.int32, device="meta")
+    assert fl.decode(q, kc, kc, lens, k=meta(2, 2, 1, 128, grad=False), v=meta(2, 2, 1, 128, grad=False)).shape == q.shape
+    with pytest.raises(ValueError, match="new keys and values"):
+        fl.decode(q, kc, kc, lens, k=meta(2, 4, 1, 128, grad=False), v=meta(2, 4, 1, 128, grad=False))
+    with pytest.raises(ValueError, match="both new keys and new values"):
+        fl.decode(q, kc, kc, lens, k=meta(2, 2, 1, 128, grad=False))
+    with pytest.raises(ValueError, match="capacity 256"):
+        fl.decode(q, kc, kc, lens, max_seqlen=257)
 
 
 def test_meta_tensors_give_shapes_and_gradients_through_autograd():
@@ -306,7 +321,10 @@ def test_opcheck():
     kc, vc = (torch.randn(2, 2, 256, 128, device="cuda").to(torch.bfloat16) for _ in range(2))
     qd = torch.randn(2, 4, 1, 128, device="cuda").to(torch.bfloat16)
     lens = torch.tensor([100, 256], dtype=torch.int32, device="cuda")
-    torch.library.opcheck(torch.ops.flash_ladder.decode.default, (qd, kc, vc, lens, None, 256))
+    torch.library.opcheck(torch.ops.flash_ladder.decode.default, (qd, kc, vc, lens, None, None, None, 256))
+    kn, vn = (torch.randn(2, 2, 3, 128, device="cuda").to(torch.bfloat16) for _ in range(2))
+    torch.library.opcheck(torch.ops.flash_ladder.decode.default, (qd, kc, vc, lens, None, kn, vn, 0))
+    torch.library.opcheck(torch.ops.flash_ladder.append_kv.default, (kc, vc, kn, vn, lens, None))
 
 
 @needs_gpu
@@ -364,6 +382,31 @@ def test_decode_equals_attention_on_the_same_cache(d, page_size):
         vals = torch.cat([v_full[b:b + 1, :, :n], v_new[b:b + 1]], 2).contiguous()
         ref = fl.attention(q[b:b + 1].contiguous(), keys, vals, causal=True)
         assert rel(out[b:b + 1], ref.double()) <= FWD_BOUND, f"sequence {b} ({n} cached keys)"
+
+
+@needs_gpu
+@pytest.mark.parametrize("page_size", [None, 16, 64])
+def test_append_kv_writes_what_indexing_writes(page_size):
+    """One launch against PyTorch's indexing: n keys per sequence at cache_seqlens[b] .. + n - 1, from a
+    non-contiguous view (a model's projection), one sequence crossing a page, the lengths not advanced."""
+    B, H_kv, cap, d, n = 3, 2, 256, 128, 37
+    gen = torch.Generator().manual_seed(7)
+    mk = lambda *s: torch.randn(*s, generator=gen).to("cuda", torch.bfloat16)  # noqa: E731
+    k_full, v_full = mk(B, H_kv, cap, d), mk(B, H_kv, cap, d)
+    k_new, v_new = (mk(B, n, H_kv, d).transpose(1, 2) for _ in range(2))  # [B, H_kv, n, d], not contiguous
+    lens = torch.tensor([0, 60, 219], dtype=torch.int32, device="cuda")
+    expect_k, expect_v = k_full.clone(), v_full.clone()
+    for b, start in enumerate(lens.tolist()):
+        expect_k[b, :, start:start + n], expect_v[b, :, start:start + n] = k_new[b], v_new[b]
+    if page_size is None:
+        kc, vc, table = k_full.clone(), v_full.clone(), None
+    else:
+        kc, vc, table = paged(k_full, v_full, page_size, gen)
+    fl.append_kv(kc, vc, k_new, v_new, lens, table)
+    if table is not None:  # back to [B, H_kv, cap, d] through the block table
+        kc, vc = (pool[table.long()].transpose(1, 2).reshape(B, H_kv, cap, d) for pool in (kc, vc))
+    assert torch.equal(kc, expect_k) and torch.equal(vc, expect_v)
+    assert lens.tolist() == [0, 60, 219]
 
 
 @needs_gpu
