@@ -8,6 +8,7 @@
 #include "attention_ops.h"
 #include "cuda_check.h"
 #include "launch.h"
+#include "numeric.h"
 
 namespace ops {
 
@@ -56,7 +57,7 @@ __global__ void append_kv_kernel(AppendParams p) {
 
 constexpr int kAppendThreads = 256;
 
-std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+std::size_t round16(std::size_t bytes) { return ladder::round_up(bytes, 16); }
 
 }  // namespace
 
