@@ -1,7 +1,9 @@
 // The FA3 backward on Hopper at the PyTorch anchor shapes (scripts/anchors/torch_anchors.py:
 // SDPA flash and cuDNN, bf16), beside chapter 10's backward and cuDNN's in the same run:
 //   bwd/<keys>                 the chapter's best step (fa3bwd::kBestStep)
-//   step:<name>/<keys>         each step of the table (atomic, bulk)
+//   step:<name>/<keys>         each step of the table (atomic, bulk, deterministic)
+//   order:head_by_head/<keys>  causal: the best step with its CTAs launched head by head instead of
+//                              in sections of heads (fa3_bwd_scheduler.h)
 //   train/<keys>               one training step's attention: chapter 12's forward, then this backward
 //   anchor:fa2_tc/bwd/<keys>   chapter 10's backward (fa2tc::backward, atomic dQ)
 //   anchor:cudnn/bwd/<keys>    cuDNN's attention backward (common/cudnn_attention.h) on the same
@@ -50,14 +52,14 @@ ladder::Work train_work(const AttentionShape& s) {
 }
 
 enum class Ours { Fa3Bwd, Fa2Bwd, Train };
-void bench_ours(benchmark::State& state, AttentionShape s, Ours what, fa3bwd::Step step) {
+void bench_ours(benchmark::State& state, AttentionShape s, Ours what, fa3bwd::BackwardOptions opt) {
   if (!ladder::gpu_or_skip(state)) return;
   if (const std::string why = fa3bwd::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
   const std::size_t ws =
       std::max(fa3bwd::backward_workspace_floats(s), fa2tc::backward_workspace_floats(s, fa2tc::DqPath::Atomic));
   const Tensors t = tensors(s, ws);
   fa3::forward(s, t.Q, t.K, t.V, t.O, t.L);  // the O and L the backward is given
-  auto bwd = [&] { fa3bwd::backward(s, t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace, {step}); };
+  auto bwd = [&] { fa3bwd::backward(s, t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace, opt); };
   if (what == Ours::Fa3Bwd) return ladder::run_gpu(state, bwd, ladder::attention_bwd_work(s, 2));
   if (what == Ours::Train)
     return ladder::run_gpu(
@@ -94,7 +96,7 @@ void bench_part(benchmark::State& state, AttentionShape s, Part part) {
   // The backward's checks, once; then the one kernel, timed alone, on the workspace as fa3_bwd.h
   // lays it out: L2 and D ([B, H, N_pad] each), then the dQ accumulator.
   const fa3bwd::detail::Prepared run = fa3bwd::detail::prepare(
-      "part", s, {t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace}, fa3bwd::kBestStep, nullptr);
+      "part", s, {t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace}, {fa3bwd::kBestStep}, nullptr);
   const std::size_t rows = s.heads() * std::size_t(fa3bwd::layout::padded_rows(s.N));
   float *L2 = t.workspace, *D = L2 + rows, *dQ_acc = D + rows;
   ladder::run_gpu(
@@ -120,15 +122,19 @@ const bool registered = [] {
   shapes.push_back(ladder::attention_shape(4, 32, 8, 4096, 4096, 128, true));
   for (const AttentionShape& s : shapes) {
     const std::string k = ladder::bench_keys(s);
-    ladder::gpu_benchmark("bwd" + k, [s](benchmark::State& st) { bench_ours(st, s, Ours::Fa3Bwd, fa3bwd::kBestStep); });
+    ladder::gpu_benchmark("bwd" + k,
+                          [s](benchmark::State& st) { bench_ours(st, s, Ours::Fa3Bwd, {fa3bwd::kBestStep}); });
     for (fa3bwd::Step step : fa3bwd::kAllSteps)
       ladder::gpu_benchmark(std::string("step:") + fa3bwd::name(step) + k,
-                            [s, step](benchmark::State& st) { bench_ours(st, s, Ours::Fa3Bwd, step); });
-    ladder::gpu_benchmark("anchor:fa2_tc/bwd" + k,
-                          [s](benchmark::State& st) { bench_ours(st, s, Ours::Fa2Bwd, fa3bwd::kBestStep); });
+                            [s, step](benchmark::State& st) { bench_ours(st, s, Ours::Fa3Bwd, {step}); });
+    if (s.causal)  // the best step launched head by head: what the sections of heads buy
+      ladder::gpu_benchmark("order:head_by_head" + k, [s](benchmark::State& st) {
+        bench_ours(st, s, Ours::Fa3Bwd, {fa3bwd::kBestStep, 1});
+      });
+    ladder::gpu_benchmark("anchor:fa2_tc/bwd" + k, [s](benchmark::State& st) { bench_ours(st, s, Ours::Fa2Bwd, {}); });
     ladder::gpu_benchmark("anchor:cudnn/bwd" + k, [s](benchmark::State& st) { bench_cudnn(st, s, false); });
     ladder::gpu_benchmark("train" + k,
-                          [s](benchmark::State& st) { bench_ours(st, s, Ours::Train, fa3bwd::kBestStep); });
+                          [s](benchmark::State& st) { bench_ours(st, s, Ours::Train, {fa3bwd::kBestStep}); });
     ladder::gpu_benchmark("anchor:cudnn/train" + k, [s](benchmark::State& st) { bench_cudnn(st, s, true); });
     ladder::gpu_benchmark("part:pre" + k, [s](benchmark::State& st) { bench_part(st, s, Part::Pre); });
     ladder::gpu_benchmark("part:post" + k, [s](benchmark::State& st) { bench_part(st, s, Part::Post); });

@@ -4,6 +4,8 @@
 #include <functional>
 #include <queue>
 
+#include "fa3_bwd_scheduler.h"
+
 namespace fa3bwd::model {
 
 const char* name(Order o) {
@@ -37,14 +39,18 @@ int Walks::last_key_tile(int i, int N, int offset, bool causal, int B_r, int B_c
 Schedule schedule(const Grid& g, Order order, int B_r, int B_c) {
   const Walks w = walks(g.N, g.N, g.causal, B_r, B_c);
   const int ctas = g.heads * w.T_c;
+  const sched::Sections sections = sched::sections(g.heads, g.heads_per_section);
+  std::vector<sched::Tile> tile(ctas);  // by place in the launch order
+  std::vector<int> place(ctas);         // by head T_c + j
+  for (int c = 0; c < ctas; ++c) tile[c] = sched::tile(c, w.T_c, sections), place[tile[c].head * w.T_c + tile[c].j] = c;
   std::vector<std::vector<double>> computed(ctas), added(ctas);
   std::vector<double> start(ctas, 0.0);
-  for (int c = 0; c < ctas; ++c) computed[c].assign(w.T_r - w.i_first[c % w.T_c], 0.0), added[c] = computed[c];
+  for (int c = 0; c < ctas; ++c) computed[c].assign(w.T_r - w.i_first[tile[c].j], 0.0), added[c] = computed[c];
   auto finish = [&](int c) { return added[c].empty() ? start[c] : added[c].back(); };
   auto before = [&](int c, int i) -> int {  // the CTA whose addition into block i precedes c's (-1: none)
-    const int j = c % w.T_c, J = w.last_key_tile(i, g.N, 0, g.causal, B_r, B_c);
-    if (order == Order::Ascending) return j > 0 ? c - 1 : -1;
-    if (order == Order::Descending) return j < J ? c + 1 : -1;
+    const int j = tile[c].j, J = w.last_key_tile(i, g.N, 0, g.causal, B_r, B_c), h = tile[c].head * w.T_c;
+    if (order == Order::Ascending) return j > 0 ? place[h + j - 1] : -1;
+    if (order == Order::Descending) return j < J ? place[h + j + 1] : -1;
     return -1;
   };
   Schedule s;
@@ -62,13 +68,13 @@ Schedule schedule(const Grid& g, Order order, int B_r, int B_c) {
       free_at.pop();
       changed |= t0 != start[c];
       start[c] = t0;
-      const int j = c % w.T_c;
+      const int j = tile[c].j;
       for (int n = 0; n < int(computed[c].size()); ++n) {
         const int i = w.i_first[j] + n;
         double cn = (n > 0 ? computed[c][n - 1] : start[c]) + 1.0;
         if (n >= 2) cn = std::max(cn, added[c][n - 2] + 1.0);  // its dQ buffer is free again
         double an = cn;
-        if (const int p = before(c, i); p >= 0) an = std::max(an, added[p][i - w.i_first[p % w.T_c]]);
+        if (const int p = before(c, i); p >= 0) an = std::max(an, added[p][i - w.i_first[tile[p].j]]);
         an += g.add_steps;
         if (cn != computed[c][n] || an != added[c][n]) computed[c][n] = cn, added[c][n] = an, changed = true;
       }
@@ -76,7 +82,7 @@ Schedule schedule(const Grid& g, Order order, int B_r, int B_c) {
     }
   }
   for (int c = 0; c < ctas; ++c) {
-    s.ctas.push_back({c / w.T_c, c % w.T_c, start[c], finish(c)});
+    s.ctas.push_back({tile[c].head, tile[c].j, start[c], finish(c)});
     s.makespan = std::max(s.makespan, finish(c));
   }
   return s;

@@ -4,8 +4,9 @@
 // CTA: a consumer finishes its n-th tile one step after its (n-1)-th, and no earlier than the
 // writer has handed back the buffer of its (n-2)-th (two buffers); the writer adds a block once
 // the consumer has written it and the CTA before it in the order has added its own, which takes
-// `add_steps` (a reduce's round trip to the L2). CTAs start in launch order (key tile, then head)
-// on `slots` SMs, one CTA each, and hold the SM until their last addition has landed.
+// `add_steps` (a reduce's round trip to the L2). CTAs start in launch order (the kernel's
+// fa3_bwd_scheduler.h: key tile, then head, in sections of heads) on `slots` SMs, one CTA each,
+// and hold the SM until their last addition has landed.
 // Nothing else of the GPU is modelled: the figure that draws it (scripts/figures/dq_order.py)
 // says so.
 #pragma once
@@ -38,6 +39,7 @@ struct Grid {
   int N = 4096, heads = 64, slots = 132;
   bool causal = true;
   double add_steps = 0.25;
+  int heads_per_section = 1;  // at most; 1: head by head
 };
 Schedule schedule(const Grid& g, Order order, int B_r = 64, int B_c = 128);
 

@@ -56,9 +56,13 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
 
 namespace detail {
 
-Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, const Tensors& x, Step step,
-                 cudaStream_t stream) {
+Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, const Tensors& x,
+                 const BackwardOptions& opt, cudaStream_t stream) {
   const ladder::AttentionShape s = ladder::validate(shape, kSupportedD, ladder::KvHeads::Any);
+  const Step step = opt.step;
+  if (opt.heads_per_section < 0 || (step == Step::Deterministic && opt.heads_per_section > 1))
+    throw std::invalid_argument(who + ": heads_per_section = " + std::to_string(opt.heads_per_section) +
+                                ": 0 (as many as fit in the L2) or any count >= 1; the deterministic step, 0 or 1");
   if (std::int64_t(layout::padded_rows(s.N)) * s.d > INT_MAX || std::int64_t(s.nkv() + layout::B_c) * s.d > INT_MAX)
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   std::size_t smem = 0;
@@ -82,16 +86,17 @@ Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, co
                           {"workspace", x.workspace}},
                          16);
   if (const std::string why = unavailable_reason(); !why.empty()) throw std::invalid_argument(who + ": " + why);
-  // The deterministic order makes a CTA wait, in each dQ block, for the CTA of the next key tile,
-  // which is launched after it: every key tile of a head must fit on the GPU at once (one CTA per
-  // SM), or the CTAs holding the SMs wait for ones that cannot start (dq_order_model.h shows both).
+  // The deterministic order with the causal mask makes a CTA wait, in each dQ block, for the CTA
+  // of the next key tile, which is launched after it: every key tile of a head must fit on the GPU
+  // at once (one CTA per SM), or the CTAs holding the SMs wait for ones that cannot start
+  // (dq_order_model.h shows both). Dense attention adds from key tile 0 up and has no such limit.
   if (const int tiles = ladder::ceil_div(s.nkv(), layout::B_c), sms = ladder::device().sm_count;
-      step == Step::Deterministic && tiles > sms)
-    throw std::invalid_argument(who + ": the deterministic step needs all of a head's key tiles on the GPU at once: " +
-                                "N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) + " tiles of " +
-                                std::to_string(layout::B_c) + " keys, " + ladder::device().name + " runs " +
-                                std::to_string(sms) + " (N_kv <= " + std::to_string(layout::B_c * sms) +
-                                "); Step::BulkReduce takes any N_kv");
+      step == Step::Deterministic && s.causal && tiles > sms)
+    throw std::invalid_argument(who + ": the causal deterministic step needs all of a head's key tiles on the GPU " +
+                                "at once: N_kv = " + std::to_string(s.nkv()) + " has " + std::to_string(tiles) +
+                                " tiles of " + std::to_string(layout::B_c) + " keys, " + ladder::device().name +
+                                " runs " + std::to_string(sms) + " (N_kv <= " + std::to_string(layout::B_c * sms) +
+                                "); dense attention and Step::BulkReduce take any N_kv");
   if (ladder::device().smem_per_block_optin < smem)
     throw std::invalid_argument(who + " needs " + std::to_string(smem) + " bytes of shared memory per block; " +
                                 ladder::device().name + " allows " +
@@ -105,6 +110,10 @@ Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, co
   p.causal = s.causal;
   p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;
   p.L2 = w.L2, p.D = w.D, p.dQ_acc = w.dQ_acc, p.dq_flags = w.dq_flags, p.dK = x.dK, p.dV = x.dV;
+  // The deterministic step's causal order is built on the plain order, head by head.
+  const int in_l2 = sched::heads_in_l2(ladder::device().l2_bytes, s.group(), s.N, s.d);
+  const int most = step == Step::Deterministic ? 1 : opt.heads_per_section > 0 ? opt.heads_per_section : in_l2;
+  p.sections = sched::sections(static_cast<int>(s.kv_heads()), most);
   return {s, p};
 }
 
@@ -114,7 +123,7 @@ void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K,
               const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               const BackwardOptions& opt, cudaStream_t stream) {
   const detail::Prepared run =
-      detail::prepare("fa3bwd::backward", shape, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, opt.step, stream);
+      detail::prepare("fa3bwd::backward", shape, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, opt, stream);
   detail::launch_main(run.s, {Q, K, V, dO}, run.p, opt.step, stream);
   detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }

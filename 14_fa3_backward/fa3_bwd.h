@@ -43,6 +43,10 @@ const char* name(Step s);  // "atomic", "bulk", "deterministic"
 
 struct BackwardOptions {
   Step step = kBestStep;
+  // The launch order (fa3_bwd_scheduler.h): the CTAs go key tile by key tile over sections of at
+  // most this many KV heads. 0: as many heads as fit in the L2; 1: head by head. The deterministic
+  // step launches head by head (0 or 1).
+  int heads_per_section = 0;
 };
 
 // Empty when this process can run the chapter's kernels; otherwise why not.

@@ -11,6 +11,7 @@
 
 #include "fa3_bwd.h"
 #include "fa3_bwd_layout.h"
+#include "fa3_bwd_scheduler.h"
 
 namespace fa3bwd::detail {
 
@@ -98,6 +99,7 @@ struct Params {
   float* dQ_acc;
   int* dq_flags;  // Deterministic: how many key tiles have added into each dQ block
   bf16 *dK, *dV;
+  sched::Sections sections;  // the launch order of the (key tile, KV head) CTAs
 };
 
 template <class F>
@@ -145,7 +147,7 @@ struct Prepared {
   ladder::AttentionShape s;
   Params p;
 };
-Prepared prepare(const std::string& who, const ladder::AttentionShape& s, const Tensors& x, Step step,
+Prepared prepare(const std::string& who, const ladder::AttentionShape& s, const Tensors& x, const BackwardOptions& opt,
                  cudaStream_t stream);
 
 // The pre- and post-processing (fa3_bwd_prepost.cu): L2 = L log2(e) (+inf where L = -inf and

@@ -135,12 +135,14 @@ struct CausalOrDense {
 // ---- the walk: the CTA's key tile and the variant's query tiles --------------------------------
 template <class C, class V>
 struct Walk {
-  int j0, kv_head, q_head0;  // the CTA's first key; its KV head b H_kv + h_kv; the group's first query head
+  int j, j0;             // the CTA's key tile and its first key
+  int kv_head, q_head0;  // its KV head b H_kv + h_kv; the group's first query head
   typename V::Queries qs;
   int steps;
   __device__ Walk(const Params& p, const V& var) {
-    j0 = blockIdx.x * C::B_c;
-    kv_head = blockIdx.y;
+    const int T_c = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y);
+    const sched::Tile t = sched::tile(cta, T_c, p.sections);  // cta: the place in the launch order
+    j = t.j, j0 = t.j * C::B_c, kv_head = t.head;
     q_head0 = kv_head / p.H_kv * p.H + kv_head % p.H_kv * p.group;
     qs = var.template queries<C>(j0, kv_head, p);
     steps = qs.steps;
@@ -155,6 +157,9 @@ struct Walk {
     const int last_query = min(p.N_q - 1, i * C::B_r + C::B_r - 1);
     return min(T_c - 1, (last_query + p.offset) / C::B_c);
   }
+  // The CTA's turn among those that add into query tile i's dQ blocks (write_dq): causal, from
+  // the last key tile that sees the tile down to 0; dense, from key tile 0 up.
+  __device__ int dq_rank(int i, const Params& p) const { return p.causal ? last_key_tile(i, p) - j : j; }
 };
 
 // ---- the producer ------------------------------------------------------------------------------
@@ -193,12 +198,14 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 // it to the copy engine's reduce-add into dQ_acc and frees the buffer once the engine has read it.
 // Deterministic: before its reduce, waits until the block's flag says that every CTA before it in
 // the fixed order has added its part; after it, waits until its additions have landed and raises
-// the flag. The order is the key tiles' from the last that sees the block down to 0: causal, a
-// CTA meets a query tile B_c / B_r steps after the CTA of the next key tile, which starts that
-// many tiles lower, so going down the key tiles no CTA waits for one that is behind it. (Up, each
-// would wait for the one before, and the waits would chain along the diagonal.) The CTA it waits
-// for was launched after it but never waits for it in turn, and the CTAs launched before it
-// finish without it: no cycle.
+// the flag. The order suits the mask (Walk::dq_rank). Causal: from the last key tile that sees the
+// block down to 0. A CTA meets a query tile B_c / B_r steps after the CTA of the next key tile,
+// which starts that many tiles lower, so going down no CTA waits for one that is behind it. (Up,
+// each would wait for the one before, and the waits would chain along the diagonal.) The CTA it
+// waits for was launched after it but never waits for it in turn, and the CTAs launched before it
+// finish without it: no cycle, while all of a head's key tiles fit on the GPU at once (fa3_bwd.cpp
+// refuses more). Dense: every CTA walks the same query tiles from the same start, and from key
+// tile 0 up a CTA waits only for CTAs launched before it, at any N_kv.
 template <class C, class V>
 __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p) {
   for (int n = 0; n < w.steps; ++n) {
@@ -209,7 +216,7 @@ __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p
       const std::size_t block = layout::block_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
       if constexpr (C::kDeterministic) {
         int* flag = p.dq_flags + layout::flag_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
-        const int rank = w.last_key_tile(w.i(n), p) - static_cast<int>(blockIdx.x);
+        const int rank = w.dq_rank(w.i(n), p);
         const int turn = C::kDqWritersPerBlock == 1 ? rank : 2 * rank + cw;
         while (tc::ld_acquire_gpu(flag) != turn) {
         }

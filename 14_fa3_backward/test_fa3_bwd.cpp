@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -105,6 +106,8 @@ TEST(CpuFa3Bwd, BadInputIsRefusedBeforeAnyLaunch) {
   EXPECT_THROW(bwd(ok, reinterpret_cast<const bf16*>(reinterpret_cast<const char*>(p) + 2), f),
                std::invalid_argument);  // misaligned
   EXPECT_THROW(bwd(ok, p, f, fa3bwd::BackwardOptions{static_cast<fa3bwd::Step>(7)}), std::invalid_argument);
+  EXPECT_THROW(bwd(ok, p, f, fa3bwd::BackwardOptions{fa3bwd::kBestStep, -1}), std::invalid_argument);
+  EXPECT_THROW(bwd(ok, p, f, fa3bwd::BackwardOptions{fa3bwd::Step::Deterministic, 2}), std::invalid_argument);
   try {
     bwd(attention_shape(1, 2, 1, 64, 64, 80, false), p, f);
   } catch (const std::invalid_argument& e) {
@@ -147,6 +150,71 @@ TEST(CpuFa3Bwd, DescendingOrderKeepsTheCausalLoadBalance) {
   g.N = 32768, g.heads = 1;  // 256 key tiles on 132 SMs
   EXPECT_FALSE(fa3bwd::model::schedule(g, Order::Descending).converged);
   EXPECT_TRUE(fa3bwd::model::schedule(g, Order::Ascending).converged);
+}
+
+// Dense attention adds from key tile 0 up (write_dq): on the model of the main shape's grid it is
+// the faster of the two fixed orders, and since a CTA then waits only for CTAs launched before it,
+// it finishes with more key tiles than SMs.
+TEST(CpuFa3Bwd, DenseAttentionAddsFromKeyTileZero) {
+  using fa3bwd::model::Order;
+  fa3bwd::model::Grid g;
+  g.causal = false;
+  EXPECT_LT(fa3bwd::model::schedule(g, Order::Ascending).makespan,
+            fa3bwd::model::schedule(g, Order::Descending).makespan);
+  g.N = 32768, g.heads = 1;
+  EXPECT_TRUE(fa3bwd::model::schedule(g, Order::Ascending).converged);
+}
+
+// The launch order (fa3_bwd_scheduler.h) visits every CTA of the grid once, is the plain grid
+// order with one head per section, and goes key tile by key tile inside a section of heads.
+TEST(CpuFa3Bwd, TheSchedulerLaunchesEveryCtaOnce) {
+  namespace sched = fa3bwd::sched;
+  EXPECT_EQ(sched::sections(10, 8).base, 5);  // two sections of 5, not 8 and 2
+  EXPECT_EQ(sched::sections(64, 10).base, 9);
+  EXPECT_EQ(sched::sections(64, 10).extra, 1);  // 10, then six of 9
+  for (int heads : {1, 2, 7, 12, 64, 65})
+    for (int T_c : {1, 3, 32})
+      for (int most : {1, 2, 3, 10, 100}) {
+        const sched::Sections sec = sched::sections(heads, most);
+        EXPECT_LE(sec.base + (sec.extra > 0 ? 1 : 0), std::min(most, heads));
+        std::vector<int> seen(std::size_t(heads) * T_c, 0);
+        int section_start = 0;
+        for (int c = 0; c < heads * T_c; ++c) {
+          const sched::Tile t = sched::tile(c, T_c, sec);
+          const std::string where = "heads " + std::to_string(heads) + " T_c " + std::to_string(T_c) + " most " +
+                                    std::to_string(most) + " place " + std::to_string(c);
+          ASSERT_TRUE(t.j >= 0 && t.j < T_c && t.head >= 0 && t.head < heads) << where;
+          ++seen[std::size_t(t.head) * T_c + t.j];
+          if (most == 1) {
+            EXPECT_TRUE(t.head == c / T_c && t.j == c % T_c) << where;
+          }
+          if (c > 0 && t.j == 0 && sched::tile(c - 1, T_c, sec).j == T_c - 1) section_start = c;
+          if (c > section_start) {
+            EXPECT_GE(t.j, sched::tile(c - 1, T_c, sec).j) << where;
+          }
+        }
+        for (int v : seen) EXPECT_EQ(v, 1) << "heads " << heads << " T_c " << T_c << " most " << most;
+      }
+}
+
+// Why the fast steps launch in sections of heads, on the schedule model of 132 SMs: causal, the
+// longest CTAs first inside sections that fit in the L2 pack the SMs better than head by head, at
+// the main shape and at chapter 16's training shape (B 2, 6 heads, N = 8192), and never worse at
+// any number of heads.
+TEST(CpuFa3Bwd, SectionsOfHeadsPackTheCausalGrid) {
+  constexpr std::size_t kH200L2 = 60u << 20;
+  auto makespan = [](fa3bwd::model::Grid g, int most) {
+    g.heads_per_section = most;
+    return fa3bwd::model::schedule(g, fa3bwd::model::Order::Fast).makespan;
+  };
+  fa3bwd::model::Grid g;
+  const int in_l2 = fa3bwd::sched::heads_in_l2(kH200L2, 1, g.N, 128);
+  EXPECT_EQ(in_l2, 10);  // 4 MB of Q, dO and dQ accumulator per head in 40 MB
+  EXPECT_LE(makespan(g, in_l2), 0.95 * makespan(g, 1));
+  fa3bwd::model::Grid training = g;
+  training.N = 8192, training.heads = 12;
+  EXPECT_LE(makespan(training, fa3bwd::sched::heads_in_l2(kH200L2, 1, 8192, 128)), 0.9 * makespan(training, 1));
+  for (g.heads = 1; g.heads <= 72; ++g.heads) EXPECT_LE(makespan(g, in_l2), makespan(g, 1)) << g.heads << " heads";
 }
 
 // ---- GPU: against the fp64 reference -------------------------------------------------------------
@@ -203,6 +271,40 @@ TEST(GpuFa3Bwd, QueriesAndKeysOfDifferentLengths) {
     for (bool causal : {false, true})
       for (const auto& [N, N_kv] : {std::pair{a, b}, std::pair{b, a}})
         expect_backward_correct(fa3bwd::make_problem(attention_shape(2, 4, 2, N, N_kv, d, causal), seed));
+}
+
+// Dense attention with more key tiles than SMs: the deterministic step adds from key tile 0 up,
+// so it runs at any N_kv (the causal order is refused past one CTA per SM).
+TEST(GpuFa3Bwd, DenseDeterministicTakesAnyKeyLength) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int N_kv = fa3bwd::layout::B_c * ladder::device().sm_count + 77;
+  expect_backward_correct(fa3bwd::make_problem(attention_shape(1, 2, 1, 70, N_kv, 64, false), seed));
+}
+
+// The launch order does not change a CTA's arithmetic: dK and dV are bit-identical head by head,
+// in sections of three heads (7 KV heads: sections of 3, 2, 2) and in one section.
+TEST(GpuFa3Bwd, TheLaunchOrderLeavesEachTileAlone) {
+  FA3BWD_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const fa3bwd::Problem p = fa3bwd::make_problem(attention_shape(7, 2, 1, 300, 300, 64, true), seed);
+  const auto ref = ladder::attention_backward_reference(p.s, p.Q.data(), p.K.data(), p.V.data(), p.dO.data());
+  fa3bwd::OnDevice dev(p);
+  dev.forward();
+  std::vector<float> dK0, dV0;
+  for (int most : {1, 3, 0}) {
+    dev.backward({fa3bwd::kBestStep, most});
+    const std::string what = "heads_per_section " + std::to_string(most);
+    EXPECT_TRUE(ladder::matches(dev.dQ_host(), ref.dQ, ladder::kBf16AttentionGrad)) << "dQ, " << what;
+    if (most == 1) {
+      dK0 = dev.dK_host(), dV0 = dev.dV_host();
+      EXPECT_TRUE(ladder::matches(dK0, ref.dK, ladder::kBf16AttentionGrad)) << "dK, " << what;
+      EXPECT_TRUE(ladder::matches(dV0, ref.dV, ladder::kBf16AttentionGrad)) << "dV, " << what;
+    } else {
+      EXPECT_TRUE(fa2tc::bit_identical(dev.dK_host(), dK0)) << "dK, " << what;
+      EXPECT_TRUE(fa2tc::bit_identical(dev.dV_host(), dV0)) << "dV, " << what;
+    }
+  }
 }
 
 // Logits 30x larger (the scores' error grows with them; P stays finite).

@@ -69,6 +69,8 @@ CONFIG = {
                             time_ratios=[("anchor:fa2_tc/bwd", "step:bulk", "chapter 10's backward time / the bulk step's"),
                                          ("step:atomic", "step:bulk", "atomic step time / bulk step time"),
                                          ("step:deterministic", "step:bulk", "deterministic time / fast (bulk) time"),
+                                         ("order:head_by_head", "step:bulk",
+                                          "bulk step launched head by head / in sections of heads (causal)"),
                                          ("anchor:cudnn/train", "train",
                                           "cuDNN's training step time / chapters 12 + 14's"),
                                          ("part:pre", "bwd", "pre-processing time / the whole backward's"),
