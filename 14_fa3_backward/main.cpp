@@ -29,7 +29,9 @@ namespace {
 const std::string kUsage =
     std::string(ladder::kGqaAttentionUsage) +
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
-    "  --profile P                 atomic, bulk or deterministic: one forward, one backward, exit (ncu)\n";
+    "  --profile P                 atomic, bulk or deterministic: one forward, one backward, exit (ncu)\n"
+    "  --heads-per-section H       the fast steps' launch order: sections of at most H KV heads\n"
+    "                              (default 0: as many as fit in the L2; 1: head by head; fa3_bwd_scheduler.h)\n";
 
 // Both layout facts the post-processing relies on, checked on the CPU: every element of a dQ
 // block has its own float in its own row.
@@ -55,6 +57,10 @@ int main(int argc, char** argv) {
     const int check_N = attention.check_N;
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile = args.choice("--profile", {"atomic", "bulk", "deterministic"}, "");
+    const int heads_per_section = static_cast<int>(args.integer("--heads-per-section", 0, 0, 1 << 20));
+    auto options = [&](fa3bwd::Step step) {  // the deterministic step launches head by head
+      return fa3bwd::BackwardOptions{step, step == fa3bwd::Step::Deterministic ? 0 : heads_per_section};
+    };
     args.done();
     s = ladder::validate(s, fa3bwd::kSupportedD, ladder::KvHeads::Any);
     // What the run would refuse on the main shape, refused now, on every machine.
@@ -79,7 +85,7 @@ int main(int argc, char** argv) {
       fa3bwd::OnDevice dev(fa3bwd::make_problem(s, seed));
       dev.forward();
       for (fa3bwd::Step step : fa3bwd::kAllSteps)
-        if (profile == fa3bwd::name(step)) dev.backward({step});
+        if (profile == fa3bwd::name(step)) dev.backward(options(step));
       CUDA_CHECK(cudaDeviceSynchronize());
       return 0;
     }
@@ -110,7 +116,7 @@ int main(int argc, char** argv) {
         report.check("dV " + who + " " + what, ladder::compare(dev.dV_host(), ref.dV), ladder::kBf16AttentionGrad);
       };
       for (fa3bwd::Step step : fa3bwd::kAllSteps) {
-        dev.backward({step});
+        dev.backward(options(step));
         check_grads(fa3bwd::name(step));
       }
       if (cudnn_why.empty()) {
@@ -149,12 +155,12 @@ int main(int argc, char** argv) {
         if (step != fa3bwd::kBestStep) order.push_back(step);
       for (fa3bwd::Step step : order) {
         try {
-          dev.backward({step});  // a step this shape is refused for says so, and the rest run
+          dev.backward(options(step));  // a step this shape is refused for says so, and the rest run
         } catch (const std::invalid_argument& e) {
           report.out() << "  step " << fa3bwd::name(step) << ": " << e.what() << "\n";
           continue;
         }
-        const double ms = ladder::time_gpu([&] { dev.backward({step}); }, opt).median_ms;
+        const double ms = ladder::time_gpu([&] { dev.backward(options(step)); }, opt).median_ms;
         row(std::string("step ") + fa3bwd::name(step) + (step == fa3bwd::kBestStep ? " (the best)" : ""), ms, bwd_work);
         if (step == fa3bwd::kBestStep) best_ms = ms;
       }
@@ -175,7 +181,8 @@ int main(int argc, char** argv) {
         cudnn_ms = ladder::time_gpu(cudnn_bwd, opt).median_ms;
         row("cuDNN backward", cudnn_ms, bwd_work);
       }
-      row("train: ch12 forward + backward", ladder::time_gpu([&] { dev.forward(), dev.backward(); }, opt).median_ms,
+      row("train: ch12 forward + backward",
+          ladder::time_gpu([&] { dev.forward(), dev.backward(options(fa3bwd::kBestStep)); }, opt).median_ms,
           train_work);
       if (cudnn)
         row("train: cuDNN forward + backward", ladder::time_gpu([&] { cudnn_fwd(), cudnn_bwd(); }, opt).median_ms,
