@@ -10,7 +10,8 @@
 // accumulator: more than the L2 holds. So the heads go in sections that fit in the L2 together,
 // longest first inside a section, section after section; the sections are made as equal as
 // possible, since a small last section would again end the grid on a few long CTAs.
-// dq_order_model.h measures the packing (CpuFa3Bwd.SectionsOfHeadsPackTheCausalGrid).
+// The schedule model (dq_order_model.h) shows the packing (CpuFa3Bwd.SectionsOfHeadsPackTheCausalGrid);
+// the chapter README's launch-order study, what the L2 says about section sizes.
 #pragma once
 
 #include <cstddef>
