@@ -5,17 +5,17 @@
 // deterministic step's launch order); one line per CTA.
 #include <cstdio>
 
+#include "device.h"
 #include "dq_order_model.h"
 #include "fa3_bwd_scheduler.h"
 
 int main() {
   using namespace fa3bwd::model;
-  constexpr std::size_t kH200L2 = 60u << 20;
   std::printf("causal,order,heads_per_section,head,j,start,finish,makespan,converged\n");
   for (bool causal : {true, false}) {
     Grid g;
     g.causal = causal;
-    const int in_l2 = fa3bwd::sched::heads_in_l2(kH200L2, 1, g.N, 128);
+    const int in_l2 = fa3bwd::sched::heads_in_l2(ladder::kH200L2Bytes, 1, g.N, 128);
     const struct {
       Order order;
       int heads_per_section;

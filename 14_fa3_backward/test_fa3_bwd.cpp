@@ -202,18 +202,18 @@ TEST(CpuFa3Bwd, TheSchedulerLaunchesEveryCtaOnce) {
 // the main shape and at chapter 16's training shape (B 2, 6 heads, N = 8192), and never worse at
 // any number of heads.
 TEST(CpuFa3Bwd, SectionsOfHeadsPackTheCausalGrid) {
-  constexpr std::size_t kH200L2 = 60u << 20;
   auto makespan = [](fa3bwd::model::Grid g, int most) {
     g.heads_per_section = most;
     return fa3bwd::model::schedule(g, fa3bwd::model::Order::Fast).makespan;
   };
   fa3bwd::model::Grid g;
-  const int in_l2 = fa3bwd::sched::heads_in_l2(kH200L2, 1, g.N, 128);
+  const int in_l2 = fa3bwd::sched::heads_in_l2(ladder::kH200L2Bytes, 1, g.N, 128);
   EXPECT_EQ(in_l2, 10);  // 4 MB of Q, dO and dQ accumulator per head in 40 MB
   EXPECT_LE(makespan(g, in_l2), 0.95 * makespan(g, 1));
   fa3bwd::model::Grid training = g;
   training.N = 8192, training.heads = 12;
-  EXPECT_LE(makespan(training, fa3bwd::sched::heads_in_l2(kH200L2, 1, 8192, 128)), 0.9 * makespan(training, 1));
+  EXPECT_LE(makespan(training, fa3bwd::sched::heads_in_l2(ladder::kH200L2Bytes, 1, 8192, 128)),
+            0.9 * makespan(training, 1));
   for (g.heads = 1; g.heads <= 72; ++g.heads) EXPECT_LE(makespan(g, in_l2), makespan(g, 1)) << g.heads << " heads";
 }
 

@@ -29,6 +29,8 @@ inline constexpr std::size_t kH200SmemPerBlock = 232448;
 inline std::size_t smem_per_block_for_models() {
   return device().available ? device().smem_per_block_optin : kH200SmemPerBlock;
 }
+// The H200's L2 (60 MiB), for the CPU-side schedule models in the same way.
+inline constexpr std::size_t kH200L2Bytes = std::size_t(60) << 20;
 
 // One line: "NVIDIA H200 (sm_90, 132 SMs, 60 MiB L2, ...)" or "no CUDA device" (the
 // reason, e.g. cudaErrorNoDevice or cudaErrorInsufficientDriver, is in device().reason).
