@@ -353,6 +353,49 @@ __device__ __forceinline__ void wgmma_m64n128k32_ss_e4m3(float (&d)[64], std::ui
       : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56)
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+// The same with a wider key tile (chapter 12's FP8 forward: B_c = 192 or 224 keys, one S per
+// instruction, so the A operand Q_i is read once per k step for all of them).
+#define TC_D96                                                                       \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}"
+#define TC_D112                                                                      \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "          \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}"
+__device__ __forceinline__ void wgmma_m64n192k32_ss_e4m3(float (&d)[96], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                         int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3 " TC_D96
+      ", %96, %97, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56), TC_R8(64), TC_R8(72),
+        TC_R8(80), TC_R8(88)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+__device__ __forceinline__ void wgmma_m64n224k32_ss_e4m3(float (&d)[112], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                         int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %114, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n224k32.f32.e4m3.e4m3 " TC_D112
+      ", %112, %113, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56), TC_R8(64), TC_R8(72),
+        TC_R8(80), TC_R8(88), TC_R8(96), TC_R8(104)
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
 __device__ __forceinline__ void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const std::uint32_t (&a)[4],
                                                          std::uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -378,6 +421,8 @@ __device__ __forceinline__ void wgmma_m64n64k32_rs_e4m3(float (&d)[32], const st
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 #undef TC_D32
+#undef TC_D96
+#undef TC_D112
 #undef TC_D64
 #undef TC_R8
 

@@ -65,6 +65,18 @@ struct HardwareExp2 {
   __device__ __forceinline__ float operator()(float x, int) const { return tc::ex2(x); }
 };
 
+// ---- the scores' scale ------------------------------------------------------------------------
+// sl2e = scale log2 e, one for the whole tile. Chapter 12's FP8 keys carry a descale per block
+// of 128 keys, and a key tile wider than that block, or not aligned to it, spans several: it
+// passes one scale per group of kPairs pairs (compile-time groups of the unrolled loops), and the
+// softmax folds each into the max and into its FFMA, with no extra instruction per score.
+template <int kPairs_, int kGroups>
+struct GroupScale {
+  static constexpr int kPairs = kPairs_;
+  float v[kGroups];  // all > 0
+  __device__ __forceinline__ float operator()(int j) const { return v[j / kPairs]; }
+};
+
 // ---- FA2's online softmax ------------------------------------------------------------------
 // The state of kRows rows: m, l and the alpha of the last update.
 template <int kRows>
@@ -96,7 +108,30 @@ struct OnlineSoftmax {
     float mx = -INFINITY;
 #pragma unroll
     for (int j = 0; j < Tile::kPairs; ++j) mx = fmaxf(mx, fmaxf(s(r, j, 0), s(r, j, 1)));
-    const float m_new = fmaxf(m[r], tc::quad_max(mx) * sl2e);
+    exponentiate(
+        s, r, fmaxf(m[r], tc::quad_max(mx) * sl2e), [sl2e](int) { return sl2e; }, exp2);
+  }
+  // With a scale per group of pairs: each group's max is scaled before the quad's max (the
+  // scales are positive, so max(x) c = max(x c)).
+  template <class Tile, int kPairs, int kGroups, class Exp2 = HardwareExp2>
+  __device__ __forceinline__ void update(const Tile& s, const GroupScale<kPairs, kGroups>& sl2e, Exp2 exp2 = {}) {
+    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        float mg = -INFINITY;
+#pragma unroll
+        for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
+        mx = fmaxf(mx, mg * sl2e.v[g]);
+      }
+      exponentiate(s, r, fmaxf(m[r], tc::quad_max(mx)), sl2e, exp2);
+    }
+  }
+  // Row r's new max m_new (log2 units) known: P~ = exp2(S sl2e(j) - m_new) in place, alpha, l.
+  template <class Tile, class Scale, class Exp2>
+  __device__ __forceinline__ void exponentiate(const Tile& s, int r, float m_new, const Scale& sl2e, Exp2 exp2) {
     const float base = m_new == -INFINITY ? 0.0f : m_new;
     alpha[r] = tc::ex2(m[r] - base);
     m[r] = m_new;
@@ -106,7 +141,7 @@ struct OnlineSoftmax {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = s(r, j, e);
-        x = exp2(fmaf(x, sl2e, -base), j);
+        x = exp2(fmaf(x, sl2e(j), -base), j);
         sum += x;
       }
     l[r] = alpha[r] * l[r] + sum;

@@ -5,7 +5,11 @@
 //                              path component, as scripts/results.py splits names at '/'
 //   tune:intrawg_stages3/<keys> intrawg with 3 K/V stages instead of 2 (d = 128 only)
 //   fp8/<keys>                 the FP8 forward (e4m3 inputs already quantised: the
-//                              quantisation is not part of the attention's time)
+//                              quantisation is not part of the attention's time), the tile
+//                              policy's key tile (fa3_config.h, kFp8KeyTile)
+//   tune:fp8_keys<B_c>[_poly<e>]/<keys>  the FP8 forward with B_c = 128, 192 or 224 keys per
+//                              step and e eighths of the exponentials on the FMA pipes
+//   tune:fp8_poly<e>/<keys>    128 keys, e = 2 or 4 eighths on the FMA pipes
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
@@ -18,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "10_fa2_tensor_cores/fa2_tc.h"
@@ -126,15 +131,14 @@ void bench_cudnn_fp8(benchmark::State& state, AttentionShape s) {
       ladder::attention_fwd_work(s, 1));
 }
 
-void bench_fp8(benchmark::State& state, AttentionShape s, int poly_eighths = 0) {
+void bench_fp8(benchmark::State& state, AttentionShape s, fa3::Fp8ForwardOptions opt = {}) {
   if (!ladder::gpu_or_skip(state)) return;
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
   const fa3::Fp8Inputs in = fp8_data(s).inputs();
   bf16* O = ladder::bench_output<bf16>(s.elems(), 0);
   float* L = ladder::bench_output<float>(s.rows(), 0);
   ladder::run_gpu(
-      state, [&] { fa3::forward_fp8(s, in, O, L, fa3::Fp8ForwardOptions{poly_eighths}); },
-      ladder::attention_fwd_work(s, 1));
+      state, [&] { fa3::forward_fp8(s, in, O, L, opt); }, ladder::attention_fwd_work(s, 1));
 }
 
 const bool registered = [] {
@@ -161,9 +165,14 @@ const bool registered = [] {
                             [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
-      for (int poly : {2, 4})  // part of the exponentials on the FMA pipes (soft_exp2.h)
-        ladder::gpu_benchmark("tune:fp8_poly" + std::to_string(poly) + k,
-                              [s, poly](benchmark::State& st) { bench_fp8(st, s, poly); });
+      // Each FP8 idea on its own: wider key tiles, and part of the exponentials on the FMA pipes
+      // (soft_exp2.h).
+      const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
+          {"keys128", {0, 128}}, {"poly2", {2, 128}},   {"poly4", {4, 128}},
+          {"keys192", {0, 192}}, {"keys224", {0, 224}}, {"keys224_poly2", {2, 224}}};
+      for (const auto& [name, opt] : tunes)
+        ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
+                              [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });
     }
   }
   return true;

@@ -17,7 +17,7 @@ namespace fa3 {
 
 namespace detail {
 
-void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_stages, const std::string& who) {
+void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who) {
   ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
   if (fp8 && s.d != 128)
     throw std::invalid_argument(who + ": head dim d=" + std::to_string(s.d) +
@@ -26,7 +26,7 @@ void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_s
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   detail::Footprint f;
   try {
-    f = footprint(s.d, fp8, step, kv_stages);  // the variant is compiled (fa3_config.h)
+    f = footprint(s.d, fp8, step, t);  // the variant is compiled (fa3_config.h)
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(who + ": " + e.what());
   }
@@ -74,11 +74,12 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa3::forward";
-  detail::check_common(s, false, opt.step, opt.kv_stages, who);
+  const detail::Tuning t{opt.kv_stages};
+  detail::check_common(s, false, opt.step, t, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
-  const int B_r = detail::footprint(s.d, false, opt.step, opt.kv_stages).B_r;
-  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, opt.kv_stages, 0, stream);
+  const int B_r = detail::footprint(s.d, false, opt.step, t).B_r;
+  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, t, stream);
 }
 
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
@@ -91,7 +92,11 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
   if (opt.poly_eighths != 0 && opt.poly_eighths != 2 && opt.poly_eighths != 4)
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
-  detail::check_common(s, true, kBestStep, 0, who);
+  if (opt.key_tile != 0 && opt.key_tile != 128 && opt.key_tile != 192 && opt.key_tile != 224)
+    throw std::invalid_argument(who + ": key_tile=" + std::to_string(opt.key_tile) +
+                                " is not compiled: 0 (the tile policy's), 128, 192 or 224 keys");
+  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile};
+  detail::check_common(s, true, kBestStep, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
                           {"K8", in.K8},
@@ -102,11 +107,11 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                           {"descale_k", in.descale_k, alignof(float)},
                           {"descale_v", in.descale_v, alignof(float)}},
                          16);
-  detail::Params p = detail::params(s, detail::footprint(s.d, true, kBestStep).B_r, O, L);
+  detail::Params p = detail::params(s, detail::footprint(s.d, true, kBestStep, t).B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);
-  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, kBestStep, 0, opt.poly_eighths, stream);
+  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, kBestStep, t, stream);
 }
 
 }  // namespace fa3

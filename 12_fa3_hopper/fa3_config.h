@@ -6,10 +6,12 @@
 #pragma once
 
 #include <cstddef>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <utility>
 
+#include "device.h"  // kH200SmemPerBlock
 #include "fa3.h"
 
 namespace fa3::detail {
@@ -17,7 +19,7 @@ namespace fa3::detail {
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
-template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0>
+template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -28,12 +30,16 @@ struct Cfg {
   static constexpr int kPolyEighths = kPolyEighths_;
   static_assert(kPolyEighths >= 0 && kPolyEighths <= 8 && (kPolyEighths == 0 || kFp8), "FP8's exponent split");
 
-  // Tiles: B_r = 128 query rows per CTA, two consumer warpgroups of 64 rows; B_c keys per step.
-  static constexpr int B_r = 128, B_c = 128, kRowsPerWarpgroup = 64;
+  // Tiles: B_r = 128 query rows per CTA, two consumer warpgroups of 64 rows; B_c keys per step:
+  // 128, or for FP8 wider (192, 224: more softmax per turn of ping-pong, and O rescaled, the
+  // row max reduced and the barriers passed once per more keys).
+  static constexpr int B_r = 128, B_c = kKeyTile ? kKeyTile : 128, kRowsPerWarpgroup = 64;
   // TMA boxes: kBoxCols elements (128 bytes, one swizzle row) by B_r or B_c rows; FP8's V
-  // arrives transposed (Vt8: d rows of B_c keys), one box per key tile.
+  // arrives transposed (Vt8: d rows of keys) in kVtBoxes boxes of 128 keys (a box's row is one
+  // swizzle row); a key tile of 192 or 224 keys loads the rest of its last box, never reads it.
   static constexpr int kBoxCols = 128 / E;
   static constexpr int kBoxes = d * E / 128;  // column boxes of Q, K (and of V in bf16)
+  static constexpr int kVtBoxes = (B_c + 127) / 128;
 
   // What each step switches on (fa3.h, Step).
   static constexpr bool kProducer = kStep != Step::Tma;
@@ -43,11 +49,16 @@ struct Cfg {
   static constexpr int kThreads = kProducer ? 384 : 256;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
-  // smaller tiles (d = 64, FP8) take four.
-  static constexpr int kStages = kStagesOverride ? kStagesOverride : (kFp8 || d == 64) ? 4 : 2;
+  // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224).
+  static constexpr int kStages = kStagesOverride ? kStagesOverride
+                                 : kFp8          ? (B_c == 128   ? 4
+                                                    : B_c == 192 ? 3
+                                                                 : 2)
+                                 : d == 64       ? 4
+                                                 : 2;
 
   // Shared memory: Q_i, kStages x (K_j, V_j), O's own buffer where it needs one, mbarriers.
-  static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = B_c * d * E;
+  static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = kFp8 ? kVtBoxes * d * 128 : B_c * d * E;
   static constexpr std::size_t kBarrierBytes = 8 * (2 + 4 * kStages);
   // O leaves through shared memory as bf16 (fa3_rows.cuh, store_o): in Q_i's buffer, free once
   // a warpgroup's last S is done (each warpgroup reads and writes only its own rows of it);
@@ -57,6 +68,11 @@ struct Cfg {
   static constexpr int kOwnOBytes = kQBytes >= kOBytes && !kPersistent ? 0 : kOBytes;
   static constexpr std::size_t kSmemBytes =
       1024 + kQBytes + std::size_t(kStages) * (kKBytes + kVBytes) + kOwnOBytes + kBarrierBytes;
+
+  // FP8's K descales change every kFp8KeysPerKScale keys (fa3.h), which a key tile of 192 or
+  // 224 keys does not align with: the softmax takes one scale per group of kScaleKeys keys
+  // (attn::GroupScale), the largest group that never straddles a change.
+  static constexpr int kScaleKeys = std::gcd(B_c, kFp8KeysPerKScale), kScaleGroups = B_c / kScaleKeys;
 
   // The GEMMs' k steps: S = Q K^T in steps of 32 bytes along each 128-byte row (k16 bf16, k32
   // e4m3); O += P V along the keys (16 for bf16, 32 for e4m3).
@@ -71,32 +87,53 @@ struct Cfg {
 
   static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
   static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
-  static_assert(!kFp8 || (d == 128 && B_c == kBoxCols), "FP8: d = 128, one Vt8 box per key tile");
-  static_assert(!kFp8 || (kRowsPerWarpgroup == kFp8RowsPerQScale && B_c == kFp8KeysPerKScale),
-                "FP8: one Q scale per consumer warpgroup, one K scale per key tile (fa3.h)");
+  static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
+  static_assert(!kFp8 || d == 128, "FP8: d = 128");
+  static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
+  static_assert(kSmemBytes <= ladder::kH200SmemPerBlock, "the stages fit in the shared memory of a CTA");
   static_assert(!kProducer || 128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * kRegsAtEntry,
                 "setmaxnreg budgets within the registers the CTA starts with");
 };
 
-// The one switch from (d, bf16 or FP8, step, stages) to the compiled variant: calls
+// FP8's key tile when the caller leaves it to the policy (Fp8ForwardOptions::key_tile = 0): of
+// the compiled 128, 192 and 224, the one that was fastest or within the spread at every d = 128
+// shape of the benchmark (README, "Wider key tiles").
+inline constexpr int kFp8KeyTile = 192;
+
+// What a run chooses beside (d, bf16 or FP8, step); 0 is the default everywhere. kv_stages:
+// the K/V ring's depth; poly_eighths: FP8's exponentials on the FMA pipes (SplitExp2); key_tile:
+// FP8's B_c (kFp8KeyTile for 0).
+struct Tuning {
+  int kv_stages = 0, poly_eighths = 0, key_tile = 0;
+};
+
+// The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
 // f(Cfg<...>{}). The variants compiled: every step for bf16 at d = 64 and 128 and for FP8 at
 // d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1); FP8 at
-// d = 128, IntraWg with 2 or 4 eighths of the exponentials on the FMA pipes.
+// d = 128, IntraWg with key tiles of 192 or 224 keys, and with 2 or 4 eighths of the
+// exponentials on the FMA pipes (2 also with 224 keys).
 // Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
 // unsupported shapes before).
 template <class F>
-decltype(auto) with_cfg(int d, bool fp8, Step step, int kv_stages, int poly_eighths, F&& f) {
-  if (poly_eighths != 0) {
-    if (fp8 && d == 128 && step == Step::IntraWg && kv_stages == 0 && poly_eighths == 2)
-      return f(Cfg<128, true, Step::IntraWg, 0, 2>{});
-    if (fp8 && d == 128 && step == Step::IntraWg && kv_stages == 0 && poly_eighths == 4)
-      return f(Cfg<128, true, Step::IntraWg, 0, 4>{});
-    throw std::invalid_argument("fa3: poly_eighths=" + std::to_string(poly_eighths) +
-                                " is not compiled: 0 (the default), or 2 or 4 for FP8, d=128, Step::IntraWg");
+decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
+  const int keys = t.key_tile == 0 ? 128 : t.key_tile;
+  if (keys != 128 || t.poly_eighths != 0) {
+    if (fp8 && d == 128 && step == Step::IntraWg && t.kv_stages == 0) {
+      constexpr Step S = Step::IntraWg;
+      if (keys == 128 && t.poly_eighths == 2) return f(Cfg<128, true, S, 0, 2>{});
+      if (keys == 128 && t.poly_eighths == 4) return f(Cfg<128, true, S, 0, 4>{});
+      if (keys == 192 && t.poly_eighths == 0) return f(Cfg<128, true, S, 0, 0, 192>{});
+      if (keys == 224 && t.poly_eighths == 0) return f(Cfg<128, true, S, 0, 0, 224>{});
+      if (keys == 224 && t.poly_eighths == 2) return f(Cfg<128, true, S, 0, 2, 224>{});
+    }
+    throw std::invalid_argument("fa3: key_tile=" + std::to_string(keys) +
+                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
+                                " is not compiled: 128 keys and 0 eighths, or for FP8, d=128, Step::IntraWg "
+                                "(key_tile, poly_eighths) in {(128, 2), (128, 4), (192, 0), (224, 0), (224, 2)}");
   }
-  if (kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
-  if (kv_stages != 0)
-    throw std::invalid_argument("fa3: kv_stages=" + std::to_string(kv_stages) +
+  if (t.kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
+  if (t.kv_stages != 0)
+    throw std::invalid_argument("fa3: kv_stages=" + std::to_string(t.kv_stages) +
                                 " is not compiled: 0 (the default), or 3 for bf16, d=128, Step::IntraWg");
   auto by_step = [&](auto d_fp8) -> decltype(auto) {
     constexpr int D = decltype(d_fp8)::first_type::value;

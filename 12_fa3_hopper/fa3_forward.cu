@@ -9,10 +9,9 @@ const void* sm90a_kernel() {
   return reinterpret_cast<const void*>(fa3_kernel<Cfg<128, false, Step::IntraWg>, SingleTileScheduler, CausalOrDense>);
 }
 
-void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
-            int poly_eighths, cudaStream_t stream) {
-  with_cfg(s.d, x.fp8, step, kv_stages, poly_eighths,
-           [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, stream); });
+void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, const Tuning& t,
+            cudaStream_t stream) {
+  with_cfg(s.d, x.fp8, step, t, [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, stream); });
 }
 
 }  // namespace fa3::detail

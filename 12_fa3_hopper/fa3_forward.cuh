@@ -5,7 +5,7 @@
 //
 // One CTA per row tile Q_i (B_r = 128 queries) of one query head, or, persistent, one CTA per
 // SM walking row tiles. Two consumer warpgroups own 64 rows of Q_i each; per key tile j
-// (B_c = 128 keys):
+// (B_c = 128 keys; the FP8 forward also 192 or 224: fa3_config.h):
 //   S = Q_i K_j^T        wgmma, both operands in shared memory (K-major, 128B swizzle)
 //   online softmax       on the accumulator registers (attention_rows.cuh), as in chapter 10
 //   O_i += P V_j         wgmma with P in registers (the S accumulators rounded in place)
@@ -215,8 +215,10 @@ struct Pipeline {
   __device__ void load_v(const Tile& t, int it) const {
     const int s = stage(it), j0 = t.keys.j(it) * C::B_c;
     tc::mbarrier_arrive_expect_tx(sm.v_full(s), C::kVBytes);
-    if constexpr (C::kFp8)  // Vt8: d rows of B_c keys, one box
-      tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V(s), tmV, j0, 0, t.kv_head, sm.v_full(s));
+    if constexpr (C::kFp8)  // Vt8: d rows of keys, boxes of 128 keys
+      for (int b = 0; b < C::kVtBoxes; ++b)
+        tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V(s) + b * C::d * 128, tmV, j0 + 128 * b, 0, t.kv_head,
+                                                     sm.v_full(s));
     else
       for (int b = 0; b < C::kBoxes; ++b)
         tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V(s) + b * C::B_c * 128, tmV, b * C::kBoxCols, j0, t.kv_head,
@@ -322,8 +324,12 @@ struct Consumer {
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
       const std::uint64_t a = tc::wgmma_desc_sw128(sm.Q() + box * C::B_r * 128 + cw * 64 * 128 + off);
       const std::uint64_t b = tc::wgmma_desc_sw128(sm.K(st) + box * C::B_c * 128 + off);
-      if constexpr (C::kFp8)
+      if constexpr (C::kFp8 && C::B_c == 128)
         tc::wgmma_m64n128k32_ss_e4m3(s, a, b, k > 0);
+      else if constexpr (C::kFp8 && C::B_c == 192)
+        tc::wgmma_m64n192k32_ss_e4m3(s, a, b, k > 0);
+      else if constexpr (C::kFp8 && C::B_c == 224)
+        tc::wgmma_m64n224k32_ss_e4m3(s, a, b, k > 0);
       else
         tc::wgmma_m64n128k16_bf16(s, a, b, k > 0);
     }
@@ -333,8 +339,9 @@ struct Consumer {
     tc::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < C::kPSteps; ++k) {
-      if constexpr (C::kFp8) {  // Vt_j: d rows of B_c keys, K-major; the next 32 keys 32 bytes on
-        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], tc::wgmma_desc_sw128(sm.V(st) + k * 32), 1);
+      if constexpr (C::kFp8) {  // Vt_j: d rows of keys, K-major; the next 32 keys 32 bytes on, in boxes of 128
+        const std::uint32_t box = k / 4, off = (k % 4) * 32;
+        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], tc::wgmma_desc_sw128(sm.V(st) + box * C::d * 128 + off), 1);
       } else {  // V_j: [keys][d] boxes, MN-major; the next 16 keys 16 rows (2048 bytes) on
         const std::uint64_t b = tc::wgmma_desc_mn_sw128(sm.V(st) + k * 16 * 128, C::B_c * 128);
         if constexpr (C::d == 128)
@@ -357,23 +364,39 @@ struct Consumer {
     tc::fence_operand(p_frag);
   }
 
+  // The scale of step `it`'s scores, sl2e = scale log2 e: bf16 one float; FP8 times K's descales,
+  // one per group of kScaleKeys keys (fa3_config.h; the min: the last key tile may reach past the
+  // last scale block). The intra-warpgroup loop asks for it before it waits for S, so that the
+  // loads are in flight while the GEMMs run, not on the path from S to the softmax.
+  __device__ auto scales(const Tile& tile, int it, const Params& p) const {
+    if constexpr (C::kFp8) {
+      const float* descale_k = p.descale_k + std::int64_t(tile.kv_head) * p.k_scale_blocks;
+      attn::GroupScale<C::kScaleKeys / 8, C::kScaleGroups> sl2e;
+#pragma unroll
+      for (int g = 0; g < C::kScaleGroups; ++g)
+        sl2e.v[g] =
+            scale_log2e *
+            descale_k[min((tile.keys.j(it) * C::B_c + g * C::kScaleKeys) / kFp8KeysPerKScale, p.k_scale_blocks - 1)];
+      return sl2e;
+    } else {
+      return scale_log2e;
+    }
+  }
   // The online softmax of step `it` (key tile j = keys.j(it)). The variant masks only the
   // tiles it says need it (a copy of the softmax of its own, so the unmasked tiles carry no
   // trace of the mask).
-  template <bool kMasked>
-  __device__ void softmax_tile(const Tile& tile, int j, float sl2e, const Params& p) {
+  template <bool kMasked, class Scale>
+  __device__ void softmax_tile(const Tile& tile, int j, const Scale& sl2e, const Params& p) {
     const int q = tile.i0 + cw * C::kRowsPerWarpgroup + 16 * (t / 32) + t % 32 / 4, k0 = j * C::B_c + 2 * (t % 4);
     var.template score_tile<kMasked>(s, q, k0, tile.head, p);
     rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e, SplitExp2<C::kPolyEighths>{});
   }
-  __device__ void softmax(const Tile& tile, int it, const Params& p) {
-    const int j = tile.keys.j(it);
-    float sl2e = scale_log2e;
-    if constexpr (C::kFp8) sl2e *= p.descale_k[std::int64_t(tile.kv_head) * p.k_scale_blocks + j];
+  template <class Scale>
+  __device__ void softmax(const Tile& tile, int it, const Scale& sl2e, const Params& p) {
     if (tile.keys.masked(it))
-      softmax_tile<true>(tile, j, sl2e, p);
+      softmax_tile<true>(tile, tile.keys.j(it), sl2e, p);
     else
-      softmax_tile<false>(tile, j, sl2e, p);
+      softmax_tile<false>(tile, tile.keys.j(it), sl2e, p);
   }
   __device__ void rescale_o() { rows.rescale(attn::WgmmaTile<C::d>{o}); }
 
@@ -396,7 +419,7 @@ struct Consumer {
         turn_end();
         wait_s<0>();
         pipe.release_k(tile, it);
-        softmax(tile, it, p);
+        softmax(tile, it, scales(tile, it, p), p);
         rescale_o();
         to_p<C>(s, p_frag);
         pipe.wait_v(it);
@@ -407,32 +430,36 @@ struct Consumer {
         pipe.release_v(tile, it);
       }
     } else if (T_c > 0) {
-      // S_0 alone; then per step S_it together with P_{it-1} V_{it-1}; then the last P V.
+      // S_0 alone; then per step S_it together with P_{it-1} V_{it-1}; then the last P V. O_i is
+      // rescaled for P_{it-1} (the alpha of softmax it-1) between the two issues: S_it is then
+      // on the tensor cores, and the multiplies are off the path from one softmax to the next.
       pipe.wait_k(0);
       turn_begin();
       issue_s(pipe.stage(0));
       turn_end();
       wait_s<0>();
       pipe.release_k(tile, 0);
-      softmax(tile, 0, p);
+      softmax(tile, 0, scales(tile, 0, p), p);
       to_p<C>(s, p_frag);
       for (int it = 1; it < T_c; ++it) {
+        const auto sl2e = scales(tile, it, p);
         pipe.wait_k(it);
         pipe.wait_v(it - 1);
         turn_begin();
         issue_s(pipe.stage(it));
+        rescale_o();
         issue_pv(pipe.stage(it - 1));
         turn_end();
         wait_s<1>();  // S_it is done; P_{it-1} V_{it-1} may still run
         pipe.release_k(tile, it);
-        softmax(tile, it, p);  // touches neither O_i nor P_{it-1}
+        softmax(tile, it, sl2e, p);  // touches neither O_i nor P_{it-1}
         wait_pv();
         pipe.release_v(tile, it - 1);
-        rescale_o();
         to_p<C>(s, p_frag);
       }
       pipe.wait_v(T_c - 1);
       turn_begin();
+      rescale_o();
       issue_pv(pipe.stage(T_c - 1));
       turn_end();
       wait_pv();
@@ -527,9 +554,9 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   const std::uint64_t d = C::d, N = s.N, N_kv = s.nkv();
   const CUtensorMap tmQ = tc::tensor_map(map_key<C>(x.Q, d, N, s.heads(), C::kBoxCols, C::B_r));
   const CUtensorMap tmK = tc::tensor_map(map_key<C>(x.K, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
-  const CUtensorMap tmV =
-      C::kFp8 ? tc::tensor_map(map_key<C>(x.V, fp8_kv_pad(s.nkv()), d, s.kv_heads(), C::B_c, C::d))  // Vt8
-              : tc::tensor_map(map_key<C>(x.V, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
+  const CUtensorMap tmV = C::kFp8
+                              ? tc::tensor_map(map_key<C>(x.V, fp8_kv_pad(s.nkv()), d, s.kv_heads(), 128, C::d))  // Vt8
+                              : tc::tensor_map(map_key<C>(x.V, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
   if constexpr (C::kPersistent &&
                 V::kPersistent) {  // (an attention variant's causal masks are its own: p.causal is false)
     if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, p, var, stream);

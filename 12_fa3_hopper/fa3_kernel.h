@@ -45,19 +45,20 @@ struct Footprint {
   std::size_t smem_bytes;
   int threads, stages;
   int B_r;  // query rows per row tile
+  int B_c;  // keys per key tile
 };
 // Throws std::invalid_argument for a variant that is not compiled (fa3_config.h, with_cfg).
-inline Footprint footprint(int d, bool fp8, Step step, int kv_stages = 0) {
-  return with_cfg(d, fp8, step, kv_stages, 0, [](auto c) {
+inline Footprint footprint(int d, bool fp8, Step step, const Tuning& t = {}) {
+  return with_cfg(d, fp8, step, t, [](auto c) {
     using C = decltype(c);
-    return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r};
+    return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r, C::B_c};
   });
 }
 
 // The checks every forward makes before a launch (the shape, the compiled variant, the grid,
 // the device and its shared memory); throws std::invalid_argument naming `who`. And the kernel's
 // parameters of a checked shape. (fa3.cpp; chapter 15's forward uses both.)
-void check_common(const ladder::AttentionShape& s, bool fp8, Step step, int kv_stages, const std::string& who);
+void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who);
 Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L);
 
 // One of the kernels, to ask tc::compiled_for_sm90a (09's tc_hopper.h) whether this build
@@ -65,7 +66,7 @@ Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L);
 const void* sm90a_kernel();
 
 // After every check: builds the tensor maps and launches the variant.
-void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, int kv_stages,
-            int poly_eighths, cudaStream_t stream);
+void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, const Tuning& t,
+            cudaStream_t stream);
 
 }  // namespace fa3::detail

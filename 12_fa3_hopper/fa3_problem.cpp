@@ -46,9 +46,9 @@ Fp8Inputs Fp8Problem::inputs() const {
   return {Q8.data(), K8.data(), Vt8.data(), descale_q.data(), descale_k.data(), descale_v.data()};
 }
 
-void Fp8Problem::forward() {
+void Fp8Problem::forward(const Fp8ForwardOptions& opt) {
   if (poison) O.poison(), L.poison();
-  fa3::forward_fp8(s, inputs(), O.data(), L.data());
+  fa3::forward_fp8(s, inputs(), O.data(), L.data(), opt);
 }
 
 std::vector<float> Fp8Problem::O_host() const { return ladder::from_bf16(O.download()); }

@@ -66,7 +66,7 @@ struct Fp8Problem {
   ladder::DeviceBuffer<bf16> O;
   ladder::DeviceBuffer<float> L;
   Fp8Inputs inputs() const;
-  void forward();
+  void forward(const Fp8ForwardOptions& opt = {});
   std::vector<float> O_host() const;
   std::vector<float> L_host() const { return L.download(); }
   bool poison = true;  // as OnDevice's

@@ -284,8 +284,7 @@ RowsForward fp8_forward_model(const Fp8HostTensors& t, const std::vector<int>& r
         for (int c = 0; c < width; ++c) {
           const double x = S(r, c) - m_new;  // P~ = e^x, as the kernel has it in fp32
           const double p =
-              ((first + c) / 8 % 8 < opt.poly_eighths ? double(exp2_poly(float(x / std::log(2.0)))) : std::exp(x)) *
-              offset;
+              (c / 8 % 8 < opt.poly_eighths ? double(exp2_poly(float(x / std::log(2.0)))) : std::exp(x)) * offset;
           l_i[r] += p;  // l sums P~ before rounding
           P(r, c) = opt.round_p ? e4m3[e4m3_bits(float(p))] : p;
         }

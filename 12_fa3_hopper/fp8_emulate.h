@@ -16,6 +16,7 @@
 
 #include "attention_shape.h"
 #include "compare.h"
+#include "fa3_config.h"  // kFp8KeyTile
 #include "fp8_quant.h"
 
 namespace fa3 {
@@ -96,7 +97,7 @@ Fp8Dequantised dequantize_fp8_host(const Fp8HostTensors& t);
 
 // ---- The forward on sampled rows -------------------------------------------------------------
 struct Fp8ModelOptions {
-  int B_c = kFp8KeysPerKScale;  // keys per step of the online softmax (the kernel's K_j tile)
+  int B_c = detail::kFp8KeyTile;  // keys per step of the online softmax (the kernel's K_j tile)
   // Visit K_j from the last tile to the first, as fa3_forward.cuh does (the causal tiles that
   // need a mask come first). The order decides which running max each P~ is rounded against.
   bool reverse_tiles = true;
@@ -104,7 +105,7 @@ struct Fp8ModelOptions {
   // so P~ < 2^-10 rounds to 0); 8 puts P~ in [0, 256] and keeps 8 more binades of the tail.
   int p_offset_log2 = 0;
   bool round_p = true;  // false: P~ stays fp64 (isolates the error of the quantised inputs)
-  // Of every 8 consecutive groups of 8 keys, how many take their exponential from soft_exp2.h's
+  // Of every 8 consecutive groups of 8 keys of a tile, how many take their exponential from soft_exp2.h's
   // exp2_poly (fp32, on the FMA pipes) instead of an exact one, as the kernel splits them
   // (fa3_rows.cuh, SplitExp2; fa3::Fp8ForwardOptions): 0 is the hardware's everywhere, 8 none.
   int poly_eighths = 0;

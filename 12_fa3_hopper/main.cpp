@@ -28,7 +28,8 @@ namespace {
 const std::string kUsage =
     std::string(ladder::kGqaAttentionUsage) +
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
-    "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n";
+    "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n"
+    "  --key-tile B_c              with --profile fp8: 128, 192 or 224 keys per step (default: the tile policy's)\n";
 
 // The FP8 P fragment needs no shuffle only if Vt8's permutation is the inverse of the
 // register packing: every (lane, register, byte) of the k32 A fragment, checked.
@@ -53,6 +54,7 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile =
         args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");
+    const int key_tile = std::stoi(args.choice("--key-tile", {"128", "192", "224"}, "0"));
     args.done();
     ladder::validate(s, fa3::kSupportedD, ladder::KvHeads::Any);
     // What the run and the launchers (this chapter's and chapter 10's, timed beside it) would
@@ -85,7 +87,7 @@ int main(int argc, char** argv) {
       const fa3::Problem p = fa3::make_problem(s, seed);
       if (profile == "fp8") {
         fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
-        q.forward();
+        q.forward({0, key_tile});
       } else {
         fa3::OnDevice dev(p);
         dev.forward({step_named(profile)});

@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
       throw std::invalid_argument("--d " + std::to_string(d) + ": the kernels are compiled for d = 64 and 128");
     sched::write_csv_header(std::cout);
     for (fa3::Step step : {fa3::Step::Tma, fa3::Step::WarpSpec, fa3::Step::PingPong, fa3::Step::IntraWg})
-      fd::with_cfg(d, false, step, 0, 0, [&](auto c) { play<decltype(c)>(std::cout, T, cost); });
+      fd::with_cfg(d, false, step, {}, [&](auto c) { play<decltype(c)>(std::cout, T, cost); });
     return 0;
   });
 }

@@ -89,7 +89,7 @@ TEST(CpuFa3, StepsAndFootprints) {
       EXPECT_GE(f.stages, 2);
     }
   EXPECT_LE(fa3::detail::footprint(128, true, fa3::kBestStep).smem_bytes, ladder::kH200SmemPerBlock);
-  const fa3::detail::Footprint three = fa3::detail::footprint(128, false, fa3::Step::IntraWg, 3);
+  const fa3::detail::Footprint three = fa3::detail::footprint(128, false, fa3::Step::IntraWg, {3});
   EXPECT_EQ(three.stages, 3);
   EXPECT_LE(three.smem_bytes, ladder::kH200SmemPerBlock);
 }

@@ -511,47 +511,68 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   EXPECT_LE(worst, fa3::fp8_l_max_abs(1.0)) << "L vs the host model, max abs, " << what;
 }
 
-// The software exponential in the kernel (fa3::Fp8ForwardOptions::poly_eighths): the same
-// host model with the same keys' exponentials from exp2_poly, within the same bounds.
-class GpuFp8SoftExp2Forward : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
+// The compiled tunings of the FP8 forward (fa3::Fp8ForwardOptions): wider key tiles and the
+// software exponential, against the same host model with the same keys' exponentials from
+// exp2_poly, within the same bounds. K's blocks of 128 keys are scaled by 1, 1/2 and 1/3 in turn
+// so that their descales differ up to threefold: a key tile of 192 or 224 keys spans two or three of them
+// (fa3_config.h, kScaleKeys), and a descale taken from the wrong block moves the scores by as
+// much. N_kv = 4093 runs past Vt8's padding (224-key tiles read the rest of a box past it).
+// (key_tile, poly_eighths, N, N_kv, causal)
+using TunedCase = std::tuple<int, int, int, int, bool>;
+class GpuFp8TunedForward : public ::testing::TestWithParam<TunedCase> {};
 
-TEST_P(GpuFp8SoftExp2Forward, MatchesTheHostModel) {
+TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   LADDER_REQUIRE_GPU();
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-  const auto [poly, N, causal] = GetParam();
-  if (ladder::small_mode() && N > 128) GTEST_SKIP() << "small mode: N <= 128";
+  const auto [keys, poly, N, N_kv, causal] = GetParam();
+  if (ladder::small_mode() && std::max(N, N_kv) > 1000) GTEST_SKIP() << "small mode: N, N_kv <= 1000";
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = attention_shape(2, 4, 2, N, N, 128, causal);
-  const Inputs x = bf16_inputs(s, seed);
+  const AttentionShape s = attention_shape(N_kv > 1000 ? 1 : 2, 4, 2, N, N_kv, 128, causal);
+  Inputs x = bf16_inputs(s, seed);
+  for (std::size_t r = 0; r < x.K.size() / 128; ++r)  // (row r: key r % N_kv of a KV head)
+    for (int c = 0; c < 128; ++c) x.K[r * 128 + c] /= float(1 + r % s.nkv() / fa3::kFp8KeysPerKScale % 3);
+  x.K = ladder::round_to_bf16(x.K);  // (the kernel's inputs are bf16; so are the model's)
   ladder::DeviceBuffer<fa3::bf16> Q(ladder::to_bf16(x.Q)), K(ladder::to_bf16(x.K)), V(ladder::to_bf16(x.V));
   ladder::DeviceBuffer<fa3::bf16> O(s.elems());
   ladder::DeviceBuffer<float> L(s.rows());
   const fa3::Fp8Buffers in = fa3::quantize_fp8(s, Q.data(), K.data(), V.data(), fa3::Fp8Scaling::PerBlock);
   O.poison();
   L.poison();
-  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly});
-  const auto rows = fa3::sample_rows(s.N, N);
+  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly, keys});
+  const auto rows = fa3::sample_rows(s.N, std::min(N, 256));
   const auto O_gpu = fa3::gather_rows(s, ladder::from_bf16(O.download()), rows);
   const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), fa3::Fp8Options{});
-  fa3::Fp8ModelOptions same;
+  fa3::Fp8ModelOptions same;  // (the online softmax's max moves per key tile: P~'s roundings follow B_c)
   same.poly_eighths = poly;
+  same.B_c = keys;
   const auto model = fa3::fp8_forward_model(t, rows, same);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
-  const std::string what = s.str() + ", poly_eighths " + std::to_string(poly);
+  const std::string what = s.str() + ", key_tile " + std::to_string(keys) + ", poly_eighths " + std::to_string(poly);
   EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::kFp8VsModel)) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
 }
 
-std::string soft_exp2_name(const ::testing::TestParamInfo<std::tuple<int, int, bool>>& info) {
-  const auto [poly, N, causal] = info.param;
-  return "poly" + std::to_string(poly) + "_N" + std::to_string(N) + (causal ? "_causal" : "");
+std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
+  const auto [keys, poly, N, N_kv, causal] = info.param;
+  return "keys" + std::to_string(keys) + "_poly" + std::to_string(poly) + "_N" + std::to_string(N) + "_Nkv" +
+         std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8SoftExp2Forward,
-                         ::testing::Combine(::testing::Values(2, 4), ::testing::Values(17, 1000), ::testing::Bool()),
-                         soft_exp2_name);
+INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(128), ::testing::Values(2, 4),
+                                            ::testing::Values(17, 1000), ::testing::Values(1000), ::testing::Bool()),
+                         tuned_name);
+INSTANTIATE_TEST_SUITE_P(KeyTiles, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(192, 224), ::testing::Values(0),
+                                            ::testing::Values(17, 1000), ::testing::Values(17, 1000, 4093),
+                                            ::testing::Bool()),
+                         tuned_name);
+INSTANTIATE_TEST_SUITE_P(WideAndSoft, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(224), ::testing::Values(2), ::testing::Values(1000),
+                                            ::testing::Values(1000), ::testing::Bool()),
+                         tuned_name);
 
-TEST(CpuFp8SoftExp2, OnlyTheCompiledSplitsAreAccepted) {
+TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
   const fa3::Fp8Inputs none;
   try {
@@ -559,6 +580,14 @@ TEST(CpuFp8SoftExp2, OnlyTheCompiledSplitsAreAccepted) {
     FAIL() << "poly_eighths = 3 was accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("0, 2 or 4"), std::string::npos) << e.what();
+  }
+  for (const fa3::Fp8ForwardOptions opt : {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}}) {
+    try {
+      fa3::forward_fp8(s, none, nullptr, nullptr, opt);
+      FAIL() << "key_tile " << opt.key_tile << " with poly_eighths " << opt.poly_eighths << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("is not compiled"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -18,7 +18,7 @@ void forward(const ladder::AttentionShape& s, const Mask& mask, const Score& sco
              const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L, cudaStream_t stream) {
   const std::string who = "variants::forward";
   detail::check_variant(who, s, bm.kv(), kForwardB_r, false);
-  fa3::detail::check_common(s, false, fa3::Step::Persistent, 0, who);
+  fa3::detail::check_common(s, false, fa3::Step::Persistent, {}, who);
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
   const fa3::detail::Params p = fa3::detail::params(s, kForwardB_r, O, L);
   const detail::FlexForward<Mask, Score> var{mask, score, bm.kv(), s.H, s.scale(), 1.0f / s.scale()};
