@@ -3,6 +3,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "09_tensor_core_matmul/tc_layout.h"
@@ -92,6 +93,19 @@ TEST(CpuFa3, StepsAndFootprints) {
   const fa3::detail::Footprint three = fa3::detail::footprint(128, false, fa3::Step::IntraWg, {3});
   EXPECT_EQ(three.stages, 3);
   EXPECT_LE(three.smem_bytes, ladder::kH200SmemPerBlock);
+}
+
+// FP8's key tiles: a stage is K_j (B_c rows of 128 bytes) and Vt_j in boxes of 128 keys (d = 128
+// rows of 128 bytes each), beside Q_i, O's buffer and the barriers: four stages at 128 keys, three
+// at 192, two at 224 (three would not fit), each within the H200's shared memory.
+TEST(CpuFa3, Fp8KeyTilesAndStages) {
+  const std::pair<int, int> expected[] = {{128, 4}, {192, 3}, {224, 2}};
+  for (const auto& [keys, stages] : expected) {
+    const fa3::detail::Footprint f = fa3::detail::footprint(128, true, fa3::Step::IntraWg, {0, 0, keys});
+    EXPECT_EQ(f.B_c, keys);
+    EXPECT_EQ(f.stages, stages) << keys << " keys";
+    EXPECT_LE(f.smem_bytes, ladder::kH200SmemPerBlock) << keys << " keys";
+  }
 }
 
 TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {

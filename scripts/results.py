@@ -676,11 +676,10 @@ def summary_json(run, out):
         entry = result.setdefault("13_ring_attention", {})
         for key, v in load_json(loopback).items():
             entry.setdefault("loopback_" + key, v)
-    context = {}
-    for p in (run / "bench").glob("*.json"):
-        context = parse(p)[0] or context
-        if context:
-            break
+    # A publication may join chapters measured at different commits (commit_per_chapter): the top-level
+    # commit and date are the newest run's.
+    contexts = [parse(p)[0] for p in sorted((run / "bench").glob("*.json"))]
+    context = max((c for c in contexts if c), key=lambda c: c.get("date", ""), default={})
     commits = {p.stem: parse(p)[0].get("git_commit", "?") for p in sorted((run / "bench").glob("*.json"))
                if not p.stem.endswith(".summary")}
     doc = {"gpu": context.get("gpu", "?"), "date": context.get("date", "?"), "commit": context.get("git_commit", "?"),
