@@ -1,8 +1,7 @@
 // The tile policy of chapter 12, in one place: one Cfg per compiled variant (head dim, bf16
-// or FP8, step, K/V stages) owns its tile sizes, its TMA boxes, its pipeline depth, its
-// shared-memory layout and its register budgets, and with_cfg() is the one switch from the
-// run-time choice to the compiled variant. No CUDA syntax: fa3.cpp (checks) and
-// fa3_forward.cuh (kernels) both include it.
+// or FP8, step, K/V stages, FP8's exponent split and key tile) owns its tile sizes, its TMA boxes, its pipeline depth,
+// its shared-memory layout and its register budgets, and with_cfg() is the one switch from the run-time choice to the
+// compiled variant. No CUDA syntax: fa3.cpp (checks) and fa3_forward.cuh (kernels) both include it.
 #pragma once
 
 #include <cstddef>
