@@ -12,6 +12,11 @@
 //   share it. A TMA copy lands --copy-cycles after its issue (copies travel side by side);
 //   storing O takes --store-cycles.
 //   12_fa3_hopper_schedule [--d D] [--key-tiles N] [--copy-cycles C] [--store-cycles C]
+// With --fp8-key-tiles it prints instead what each of FP8's compiled key tiles takes (CSV, for
+// scripts/figures/fp8_key_tiles.py): the shared memory of Q_i, O's buffer and each K/V stage
+// (Vt_j's boxes split into the keys read and the keys loaded past the tile), the stages, and
+// the registers a consumer thread holds for S, P~ and O.
+//   12_fa3_hopper_schedule --fp8-key-tiles
 #include <algorithm>
 #include <iostream>
 #include <stdexcept>
@@ -20,6 +25,7 @@
 
 #include "09_tensor_core_matmul/schedule_model.h"
 #include "cli.h"
+#include "device.h"  // kH200SmemPerBlock
 #include "fa3_config.h"
 
 namespace {
@@ -178,6 +184,23 @@ void play(std::ostream& out, int T, const Costs& cost) {
                        {"key_tiles", T}});
 }
 
+// FP8's key tiles (fa3_config.h, Cfg with kKeyTile): one CSV row per part of the shared memory.
+template <class C>
+void fp8_key_tile(std::ostream& out) {
+  const std::size_t vt_read = std::size_t(C::B_c) * C::d;  // bytes of Vt_j's keys the tile reads
+  const auto row = [&](const char* part, std::size_t bytes, int copies) {
+    out << C::B_c << ',' << part << ',' << bytes << ',' << copies << ',' << C::kStages << ',' << C::kSmemBytes << ','
+        << ladder::kH200SmemPerBlock << ',' << C::B_c / 2 << ',' << C::kPSteps * 4 << ',' << C::d / 2 << ','
+        << C::kConsumerRegs << '\n';
+  };
+  row("Q_i", C::kQBytes, 1);
+  row("O", C::kOwnOBytes, 1);
+  row("K_j", C::kKBytes, C::kStages);
+  row("Vt_j read", vt_read, C::kStages);
+  row("Vt_j past the tile", C::kVBytes - vt_read, C::kStages);
+  row("barriers and alignment", C::kSmemBytes - C::kQBytes - C::kOwnOBytes - C::kStages * (C::kKBytes + C::kVBytes), 1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,12 +210,20 @@ int main(int argc, char** argv) {
       "  --d D             head dimension, 64 or 128 (default 128)\n"
       "  --key-tiles N     key tiles of B_c keys the row tile walks (default 5)\n"
       "  --copy-cycles C   cycles from a TMA copy's issue to its landing (default 800)\n"
-      "  --store-cycles C  cycles a consumer takes to store its rows of O (default 500)\n";
+      "  --store-cycles C  cycles a consumer takes to store its rows of O (default 500)\n"
+      "  --fp8-key-tiles   instead: the shared memory and registers of FP8's key tiles 128, 192, 224 (CSV)\n";
   return ladder::run_main(argc, argv, usage, [](ladder::Args& args) {
     const int d = static_cast<int>(args.integer("--d", 128, 1, 1024));
     const int T = static_cast<int>(args.integer("--key-tiles", 5, 1, 64));
     const Costs cost{args.integer("--copy-cycles", 800, 0, 1000000), args.integer("--store-cycles", 500, 0, 1000000)};
+    const bool fp8_key_tiles = args.flag("--fp8-key-tiles");
     args.done();
+    if (fp8_key_tiles) {
+      std::cout << "B_c,part,bytes,copies,stages,smem_bytes,smem_limit,s_regs,p_regs,o_regs,consumer_regs\n";
+      for (int keys : {128, 192, 224})
+        fd::with_cfg(128, true, fa3::Step::IntraWg, {0, 0, keys}, [](auto c) { fp8_key_tile<decltype(c)>(std::cout); });
+      return 0;
+    }
     if (std::find(std::begin(fa3::kSupportedD), std::end(fa3::kSupportedD), d) == std::end(fa3::kSupportedD))
       throw std::invalid_argument("--d " + std::to_string(d) + ": the kernels are compiled for d = 64 and 128");
     sched::write_csv_header(std::cout);

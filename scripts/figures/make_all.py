@@ -21,6 +21,7 @@ of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not 
   p_reuse.py      10 figures/p_reuse.png                     S's C fragments are P~'s A fragment
   split_merge.py  11 figures/split_merge.png                 split-KV partials and the LSE merge
   fa3_schedule.py 12 figures/fa3_schedule.png                warpspec, pingpong, intrawg schedules
+  fp8_key_tiles.py 12 figures/fp8_key_tiles.png              FP8's key tiles: shared memory, stages, registers
   dq_order.py     14 figures/dq_order.png                    the deterministic dQ order on a schedule model
   bwd_schedule.py 14 figures/bwd_schedule.png                dQ waited for alone vs the next S^T behind it
   bwd_tiles.py    14 figures/bwd_tiles.png                   the tile policy: who computes what, shared memory
@@ -36,7 +37,7 @@ ap.add_argument("build_dir", nargs="?", help="the build folder (default: build/)
 build = ap.parse_args().build_dir or str(pathlib.Path(__file__).resolve().parents[2] / "build")
 here = pathlib.Path(__file__).resolve().parent
 for script in ("thread_map.py", "coalescing.py", "bank_map.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
-               "split_merge.py", "fa3_schedule.py", "dq_order.py", "bwd_schedule.py",
+               "split_merge.py", "fa3_schedule.py", "fp8_key_tiles.py", "dq_order.py", "bwd_schedule.py",
                "bwd_tiles.py", "block_masks.py"):
     if subprocess.run([sys.executable, str(here / script), build]).returncode != 0:
         sys.exit(f"make_all.py: {script} failed")
