@@ -92,9 +92,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
   if (opt.poly_eighths != 0 && opt.poly_eighths != 2 && opt.poly_eighths != 4)
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
-  if (opt.key_tile != 0 && opt.key_tile != 128 && opt.key_tile != 192 && opt.key_tile != 224)
-    throw std::invalid_argument(who + ": key_tile=" + std::to_string(opt.key_tile) +
-                                " is not compiled: 0 (the tile policy's), 128, 192 or 224 keys");
+  // (a key tile that is not compiled is refused by check_common, which names the compiled ones)
   const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile};
   detail::check_common(s, true, kBestStep, t, who);
   ladder::check_pointers(who,

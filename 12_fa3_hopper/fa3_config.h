@@ -1,7 +1,8 @@
 // The tile policy of chapter 12, in one place: one Cfg per compiled variant (head dim, bf16
-// or FP8, step, K/V stages, FP8's exponent split and key tile) owns its tile sizes, its TMA boxes, its pipeline depth,
-// its shared-memory layout and its register budgets, and with_cfg() is the one switch from the run-time choice to the
-// compiled variant. No CUDA syntax: fa3.cpp (checks) and fa3_forward.cuh (kernels) both include it.
+// or FP8, step, K/V stages, FP8's exponent split and key tile) owns its tile sizes, its TMA
+// boxes, its pipeline depth, its shared-memory layout and its register budgets, and with_cfg()
+// is the one switch from the run-time choice to the compiled variant. No CUDA syntax: fa3.cpp
+// (checks) and fa3_forward.cuh (kernels) both include it.
 #pragma once
 
 #include <cstddef>
@@ -49,12 +50,11 @@ struct Cfg {
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
   // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224).
-  static constexpr int kStages = kStagesOverride ? kStagesOverride
-                                 : kFp8          ? (B_c == 128   ? 4
-                                                    : B_c == 192 ? 3
-                                                                 : 2)
-                                 : d == 64       ? 4
-                                                 : 2;
+  static constexpr int kStages = [] {
+    if (kStagesOverride) return kStagesOverride;
+    if (kFp8) return B_c == 128 ? 4 : B_c == 192 ? 3 : 2;
+    return d == 64 ? 4 : 2;
+  }();
 
   // Shared memory: Q_i, kStages x (K_j, V_j), O's own buffer where it needs one, mbarriers.
   static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = kFp8 ? kVtBoxes * d * 128 : B_c * d * E;
