@@ -100,7 +100,9 @@ struct Smem {
 // The kernel asks an attention variant V (FA3's "Mask", as chapter 12's forward does) for the query tiles
 // the CTA of key tile K_j visits (V::Queries: `steps` in all over the group's query heads; step
 // n is query tile i(n) of the group's query head head(n); masked(n) says whether it needs the
-// mask) and whether a (query, key) element is visible. A variant with a score modifier
+// mask), whether a (query, key) element is visible, and which key tile the CTA at a place of the
+// launch order takes (key_tile: the scheduler orders heads and places, the variant the key tiles
+// of a head). A variant with a score modifier
 // (kScoreMod) also gives score(x, ...) and its derivative, for x = S scale.
 //
 // CausalOrDense: every query tile (T_r = N_q / B_r, rounded up) of every query head of the group,
@@ -108,6 +110,9 @@ struct Smem {
 // above see none of the CTA's keys).
 struct CausalOrDense {
   static constexpr bool kScoreMod = false;
+  // The key tile of the CTA at place `rank` of its head's section in the launch order
+  // (fa3_bwd_scheduler.h): tile `rank` itself. Causal, the walks shorten as j grows: longest first.
+  __device__ int key_tile(int rank, int /*kv_head*/, const Params&) const { return rank; }
   struct Queries {
     int i_first, T_i, steps;  // query tiles i_first .. T_r - 1 of each query head: steps in all
     __device__ int head(int n) const { return n / T_i; }
@@ -142,7 +147,7 @@ struct Walk {
   __device__ Walk(const Params& p, const V& var) {
     const int T_c = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y);
     const sched::Tile t = sched::tile(cta, T_c, p.sections);  // cta: the place in the launch order
-    j = t.j, j0 = t.j * C::B_c, kv_head = t.head;
+    j = var.key_tile(t.j, t.head, p), j0 = j * C::B_c, kv_head = t.head;
     q_head0 = kv_head / p.H_kv * p.H + kv_head % p.H_kv * p.group;
     qs = var.template queries<C>(j0, kv_head, p);
     steps = qs.steps;

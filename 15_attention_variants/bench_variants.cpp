@@ -1,6 +1,7 @@
 // Chapter 15's kernels at the shapes FlexAttention is compared on (cases.h; the anchor script
 // times flex_attention at the same ones, scripts/anchors/torch_anchors.py --group flex):
 //   fwd:<case>/<keys>, bwd:<case>/<keys>     this chapter's forward and backward
+//   fwd:documents_ids, bwd:documents_ids     the documents' mask from their ids alone (no spans)
 //   fwd:causal, bwd:causal                   the causal mask as code ...
 //   anchor:fa3_causal/fwd, .../bwd           ... and built in (chapters 12 and 14)
 //   fwd:tilesP, fwd:dense (and bwd)         the block-sparse sweep: P% of the 128 x 128 tiles on
@@ -76,6 +77,9 @@ const bool registered = [] {
     ladder::gpu_benchmark("bwd:" + name + keys(s), [=](benchmark::State& st) { bench_variant(st, s, v, Pass::Bwd); });
   };
   for (const auto& c : variants::cases::headline()) both(c.name, c.s, c.v);
+  variants::cases::Case ids = variants::cases::headline()[1];
+  ids.v.doc_ids_only = true;
+  both("documents_ids", ids.s, ids.v);
 
   const AttentionShape cs = ladder::attention_shape(4, 16, 16, 4096, 4096, 128, false);
   Variant causal;

@@ -29,16 +29,26 @@ bool sort_across_heads(const BlockMask& m) {
   const double mean = sum / rows, var = squares / rows - mean * mean;
   return mean > 0 && std::sqrt(std::max(var, 0.0)) > 0.4 * mean;
 }
-std::vector<int> heaviest_first(const BlockMask& m, bool across_heads) {
-  std::vector<int> rows(m.kv_num_blocks.size());
+namespace {
+// The rows 0 .. n - 1 of lists with `partial` + `full` tiles each, sorted by that count, most
+// first, within each group of `group` rows (stable: equal rows keep their order).
+std::vector<int> most_tiles_first(const std::vector<int>& partial, const std::vector<int>& full, std::size_t group) {
+  std::vector<int> rows(partial.size());
   std::iota(rows.begin(), rows.end(), 0);
-  const auto heavier = [&](int a, int b) {
-    return m.kv_num_blocks[a] + m.full_kv_num_blocks[a] > m.kv_num_blocks[b] + m.full_kv_num_blocks[b];
-  };
-  const std::size_t group = across_heads ? rows.size() : std::size_t(m.T_r);
+  const auto more = [&](int a, int b) { return partial[a] + full[a] > partial[b] + full[b]; };
   for (std::size_t first = 0; first < rows.size(); first += group)
-    std::stable_sort(rows.begin() + first, rows.begin() + first + group, heavier);
+    std::stable_sort(rows.begin() + first, rows.begin() + first + group, more);
   return rows;
+}
+}  // namespace
+std::vector<int> heaviest_first(const BlockMask& m, bool across_heads) {
+  const std::size_t rows = m.kv_num_blocks.size();
+  return most_tiles_first(m.kv_num_blocks, m.full_kv_num_blocks, across_heads ? rows : std::size_t(m.T_r));
+}
+std::vector<int> longest_walks_first(const BlockMask& m) {
+  std::vector<int> order = most_tiles_first(m.q_num_blocks, m.full_q_num_blocks, std::size_t(m.T_c));
+  for (int& j : order) j %= m.T_c;  // a key tile of its own list
+  return order;
 }
 }  // namespace detail
 
@@ -53,7 +63,8 @@ DeviceBlockMask::DeviceBlockMask(const BlockMask& m)
       q_num_(m.q_num_blocks),
       q_idx_(m.q_indices),
       full_q_num_(m.full_q_num_blocks),
-      full_q_idx_(m.full_q_indices) {
+      full_q_idx_(m.full_q_indices),
+      q_order_(detail::longest_walks_first(m)) {
   shape_.B = m.B, shape_.H = m.H, shape_.N = m.N, shape_.N_kv = m.N_kv;
   shape_.B_r = m.B_r, shape_.B_c = m.B_c, shape_.T_r = m.T_r, shape_.T_c = m.T_c;
   across_heads_ = detail::sort_across_heads(m);
@@ -67,6 +78,7 @@ BlockMaskView DeviceBlockMask::kv() const {
 }
 BlockMaskView DeviceBlockMask::q() const {  // per key tile, its query tiles
   BlockMaskView v{q_num_.data(), q_idx_.data(), full_q_num_.data(), full_q_idx_.data()};
+  v.order = q_order_.data();
   v.B = shape_.B, v.H = shape_.H, v.rows = shape_.T_c, v.len = shape_.T_r, v.B_r = shape_.B_r, v.B_c = shape_.B_c;
   return v;
 }

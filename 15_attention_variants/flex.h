@@ -34,8 +34,9 @@ inline constexpr int kForwardB_r = 128, kBackwardB_r = 64, kB_c = 128;
 // B, H: 1 where the mask does not depend on them (one list serves every batch or head).
 struct BlockMaskView {
   const int *num = nullptr, *idx = nullptr, *full_num = nullptr, *full_idx = nullptr;
-  const int* order = nullptr;           // the forward's persistent walk: the rows, most tiles first (flex.cpp)
-  bool across_heads = false;            // ... sorted across all heads (true) or within each head
+  const int* order = nullptr;           // the rows, most tiles first (flex.cpp): the forward's persistent walk,
+                                        // the backward's launch order of key tiles (per list)
+  bool across_heads = false;            // forward: sorted across all heads (true) or within each head
   int B = 1, H = 1, rows = 0, len = 0;  // rows per head; idx rows hold `len` entries
   int B_r = 0, B_c = 0;                 // the tiles the mask was built with
 };
@@ -52,8 +53,16 @@ class DeviceBlockMask {
   BlockMask shape_;  // its extents only (the lists live on the device)
   bool across_heads_ = false;
   ladder::DeviceBuffer<int> kv_num_, kv_idx_, full_kv_num_, full_kv_idx_, kv_order_;
-  ladder::DeviceBuffer<int> q_num_, q_idx_, full_q_num_, full_q_idx_;
+  ladder::DeviceBuffer<int> q_num_, q_idx_, full_q_num_, full_q_idx_, q_order_;
 };
+
+// The forward's persistent CTAs (G of them) take places t = c, c + G, ... of the walk, one per
+// round; place t reads row `snake_place(t, G, places)` of the sorted walk: the odd rounds go
+// backwards (flex_variants.cuh says why). Host and device: the CPU tests check it.
+LADDER_HOST_DEVICE inline int snake_place(int t, int G, int places) {
+  const int round = t / G, in_round = places - round * G < G ? places - round * G : G;
+  return round % 2 == 1 ? round * G + in_round - 1 - t % G : t;
+}
 
 // Empty when this process can run the kernels; otherwise why not.
 std::string unavailable_reason();
@@ -77,14 +86,15 @@ void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& sc
 
 // The (mask, score modifier) pairs compiled into the library (flex_kernels.cu). A new variant is
 // a functor in mods.h and one line here.
-#define VARIANTS_BUILT_INS(X)   \
-  X(NoMask, NoScoreMod)         \
-  X(Causal, NoScoreMod)         \
-  X(SlidingWindow, NoScoreMod)  \
-  X(CausalDocument, NoScoreMod) \
-  X(PrefixLM, NoScoreMod)       \
-  X(TileSet, NoScoreMod)        \
-  X(Causal, Softcap)            \
+#define VARIANTS_BUILT_INS(X)          \
+  X(NoMask, NoScoreMod)                \
+  X(Causal, NoScoreMod)                \
+  X(SlidingWindow, NoScoreMod)         \
+  X(CausalDocument, NoScoreMod)        \
+  X(CausalPackedDocuments, NoScoreMod) \
+  X(PrefixLM, NoScoreMod)              \
+  X(TileSet, NoScoreMod)               \
+  X(Causal, Softcap)                   \
   X(Causal, Alibi)
 
 #define VARIANTS_DECLARE(M, S)                                                                                       \
@@ -106,6 +116,9 @@ const void* sm90a_kernel();  // one of the kernels, for tc::sm90a_unavailable_re
 // of the kv lists in the walk's order (every row once; heaviest first within each group).
 bool sort_across_heads(const BlockMask& m);
 std::vector<int> heaviest_first(const BlockMask& m, bool across_heads);
+// The backward's launch order: per list of the q direction, its key tiles (0 .. T_c - 1), the
+// longest walk first.
+std::vector<int> longest_walks_first(const BlockMask& m);
 }  // namespace detail
 
 }  // namespace variants

@@ -26,7 +26,7 @@ const char* name(Kind k) {
 std::string Variant::str() const {
   switch (kind) {
     case Kind::Window: return "window=" + std::to_string(window);
-    case Kind::Documents: return "documents=" + std::to_string(doc_lengths.size());
+    case Kind::Documents: return "documents=" + std::to_string(doc_lengths.size()) + (doc_ids_only ? ",ids" : "");
     case Kind::PrefixLM: return "prefix_lm=" + std::to_string(prefix);
     case Kind::Softcap: return "softcap=" + std::to_string(int(cap));
     case Kind::Tiles: return "tiles=" + std::to_string(int(tile_density * 100 + 0.5)) + "%";
@@ -39,7 +39,11 @@ ModsData::ModsData(const Variant& v, const ladder::AttentionShape& s) {
     if (s.nkv() != s.N) throw std::invalid_argument("documents: N_kv must equal N (one packed sequence)");
     if (std::accumulate(v.doc_lengths.begin(), v.doc_lengths.end(), 0) != s.N)
       throw std::invalid_argument("documents: the lengths must sum to N=" + std::to_string(s.N));
-    for (int d = 0; d < int(v.doc_lengths.size()); ++d) doc.insert(doc.end(), v.doc_lengths[d], d);
+    cu_seqlens.push_back(0);
+    for (int d = 0; d < int(v.doc_lengths.size()); ++d) {
+      doc.insert(doc.end(), v.doc_lengths[d], d);
+      cu_seqlens.push_back(cu_seqlens.back() + v.doc_lengths[d]);
+    }
   }
   if (v.kind == Kind::Alibi)
     for (int h = 0; h < s.H; ++h) slopes.push_back(alibi_slope(h, s.H));
@@ -57,19 +61,20 @@ ModsData::ModsData(const Variant& v, const ladder::AttentionShape& s) {
   }
   // The device copies need at least one element each.
   if (doc.empty()) doc.push_back(0);
+  if (cu_seqlens.empty()) cu_seqlens.push_back(0);
   if (slopes.empty()) slopes.push_back(0.0f);
   if (tiles.empty()) tiles.push_back(0);
 }
 
-DeviceModsData::DeviceModsData(const ModsData& h) : doc(h.doc), slopes(h.slopes), tiles(h.tiles) {}
+DeviceModsData::DeviceModsData(const ModsData& h)
+    : doc(h.doc), cu_seqlens(h.cu_seqlens), slopes(h.slopes), tiles(h.tiles), T_k(h.T_k) {}
 
 Mods reference_mods(const Variant& v, const ladder::AttentionShape& s, const ModsData& h) {
-  return with_mods(v, s, h.doc.data(), h.slopes.data(), h.tiles.data(), h.T_k,
-                   [](auto mask, auto score) { return mods(mask, score); });
+  return with_mods(v, s, h.pointers(), [](auto mask, auto score) { return mods(mask, score); });
 }
 
 BlockMask block_mask(const Variant& v, const ladder::AttentionShape& s, const ModsData& h, int B_r) {
-  return with_mods(v, s, h.doc.data(), h.slopes.data(), h.tiles.data(), h.T_k, [&](auto mask, auto) {
+  return with_mods(v, s, h.pointers(), [&](auto mask, auto) {
     return make_block_mask(mask, 1, 1, s.N, s.nkv(), B_r, kB_c);  // the built-ins depend on neither b nor h
   });
 }
@@ -100,14 +105,14 @@ OnDevice::OnDevice(const fa2tc::Problem& p, const Variant& variant)
 
 void OnDevice::forward() {
   if (poison) O.poison(), L.poison();
-  with_mods(v, s, dev.doc.data(), dev.slopes.data(), dev.tiles.data(), host.T_k, [&](auto mask, auto score) {
+  with_mods(v, s, dev.pointers(), [&](auto mask, auto score) {
     variants::forward(s, mask, score, fwd_mask, Q.data(), K.data(), V.data(), O.data(), L.data());
   });
 }
 
 void OnDevice::backward() {
   if (poison) dQ.poison(), dK.poison(), dV.poison(), workspace.poison();
-  with_mods(v, s, dev.doc.data(), dev.slopes.data(), dev.tiles.data(), host.T_k, [&](auto mask, auto score) {
+  with_mods(v, s, dev.pointers(), [&](auto mask, auto score) {
     variants::backward(s, mask, score, bwd_mask, Q.data(), K.data(), V.data(), O.data(), L.data(), dO.data(), dQ.data(),
                        dK.data(), dV.data(), workspace.data());
   });

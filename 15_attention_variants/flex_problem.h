@@ -25,6 +25,7 @@ struct Variant {
   int prefix = 0;                // PrefixLM
   float cap = 50.0f;             // Softcap
   std::vector<int> doc_lengths;  // Documents: lengths summing to N, the same in every batch
+  bool doc_ids_only = false;     // Documents: the mask from the ids alone (Document: no spans)
   double tile_density = 0.25;    // Tiles: the fraction of 128 x 128 tiles on (random, seeded)
   std::uint64_t seed = 1;        // Tiles
   std::string str() const;       // "window=1024", "documents=7", ...
@@ -32,36 +33,46 @@ struct Variant {
 
 // The per-token and per-head data the functors read, on the host (for the reference and the
 // block masks) and on the device (for the kernels).
+// Where the functors find that data: the host's copies (ModsData) or the device's (DeviceModsData).
+struct ModsPointers {
+  const int *doc, *cu_seqlens;
+  const float* slopes;
+  const unsigned char* tiles;
+  int T_k;
+};
 struct ModsData {
   std::vector<int> doc;              // Documents: [N] document of each position
+  std::vector<int> cu_seqlens;       // Documents: [documents + 1] first position of each, then N
   std::vector<float> slopes;         // Alibi: [H]
   std::vector<unsigned char> tiles;  // Tiles: [ceil(N / 128)][ceil(N_kv / 128)]
   int T_k = 0;
   ModsData(const Variant& v, const ladder::AttentionShape& s);
+  ModsPointers pointers() const { return {doc.data(), cu_seqlens.data(), slopes.data(), tiles.data(), T_k}; }
 };
 struct DeviceModsData {
-  ladder::DeviceBuffer<int> doc;
+  ladder::DeviceBuffer<int> doc, cu_seqlens;
   ladder::DeviceBuffer<float> slopes;
   ladder::DeviceBuffer<unsigned char> tiles;
+  int T_k;
   explicit DeviceModsData(const ModsData& h);
+  ModsPointers pointers() const { return {doc.data(), cu_seqlens.data(), slopes.data(), tiles.data(), T_k}; }
 };
 
-// Calls f(mask, score) with the functors of v; their pointers are those of `doc`, `slopes` and
-// `tiles` (the host's or the device's copies).
+// Calls f(mask, score) with the functors of v, reading the data at `at`.
 template <class F>
-decltype(auto) with_mods(const Variant& v, const ladder::AttentionShape& s, const int* doc, const float* slopes,
-                         const unsigned char* tiles, int T_k, F&& f) {
+decltype(auto) with_mods(const Variant& v, const ladder::AttentionShape& s, const ModsPointers& at, F&& f) {
   const int offset = s.nkv() - s.N;
   switch (v.kind) {
     case Kind::Dense: return f(NoMask{}, NoScoreMod{});
     case Kind::Causal: return f(Causal{offset}, NoScoreMod{});
     case Kind::Window: return f(SlidingWindow{v.window, 0, offset}, NoScoreMod{});
-    case Kind::Documents:  // row strides 0: every batch packs the same documents
-      return f(CausalDocument{Document{doc, doc, 0, 0}, Causal{offset}}, NoScoreMod{});
+    case Kind::Documents:  // (ids: row strides 0, every batch packs the same documents)
+      if (v.doc_ids_only) return f(CausalDocument{Document{at.doc, at.doc, 0, 0}, Causal{offset}}, NoScoreMod{});
+      return f(CausalPackedDocuments{PackedDocuments{at.doc, at.cu_seqlens}, Causal{offset}}, NoScoreMod{});
     case Kind::PrefixLM: return f(PrefixLM{v.prefix}, NoScoreMod{});
     case Kind::Softcap: return f(Causal{offset}, Softcap{v.cap});
-    case Kind::Alibi: return f(Causal{offset}, Alibi{slopes, offset});
-    case Kind::Tiles: return f(TileSet{tiles, T_k, kB_c}, NoScoreMod{});
+    case Kind::Alibi: return f(Causal{offset}, Alibi{at.slopes, offset});
+    case Kind::Tiles: return f(TileSet{at.tiles, at.T_k, kB_c}, NoScoreMod{});
   }
   return f(NoMask{}, NoScoreMod{});
 }

@@ -33,6 +33,20 @@ template <class Mask>
 __device__ __forceinline__ bool visible(int b, int h, int q, int k, int N_q, int N_kv, const Mask& mask) {
   return (q < N_q) & (k < N_kv) & mask(b, h, min(q, N_q - 1), min(k, N_kv - 1));
 }
+// The same test for a mask with spans (mods.h), from the row's side: the span of the row's
+// position, cut to the other side's range (empty for a row past its own length). The kernels
+// take it once per row and compare each element's position with its two ends.
+template <class Mask>
+__device__ __forceinline__ Span keys_of(int b, int h, int q, int N_q, int N_kv, const Mask& mask) {
+  const Span s = intersect(mask.keys(b, h, min(q, N_q - 1)), {0, N_kv - 1});
+  return q < N_q ? s : Span{0, -1};
+}
+template <class Mask>
+__device__ __forceinline__ Span queries_of(int b, int h, int k, int N_q, int N_kv, const Mask& mask) {
+  const Span s = intersect(mask.queries(b, h, min(k, N_kv - 1)), {0, N_q - 1});
+  return k < N_kv ? s : Span{0, -1};
+}
+__device__ __forceinline__ bool within(int x, Span s) { return (x >= s.lo) & (x <= s.hi); }
 
 // The tiles of one row of the walk: partial ones first (masked), then full ones.
 struct Listed {
@@ -74,29 +88,43 @@ struct FlexForward {
 
   // The kernel's online softmax scales by scale log2(e): the modified score goes back into
   // units of S (score(x) / scale) so that the softmax stays as it is.
+  // A mask with spans is tested against its query row's span of keys.
   template <bool kMasked, int N>
   __device__ void score_tile(float (&s)[N], int q, int k0, int head, const fa3::detail::Params& p) const {
     if constexpr (kScoreMod || kMasked) {
       const int b = head / H, h = head % H;
 #pragma unroll
-      for (int h2 = 0; h2 < 2; ++h2)
+      for (int h2 = 0; h2 < 2; ++h2) {
+        const int qq = q + 8 * h2;
+        [[maybe_unused]] Span row{};
+        if constexpr (kMasked && kHasSpans<Mask>) row = keys_of(b, h, qq, p.N_q, p.N_kv, mask);
 #pragma unroll
         for (int jj = 0; jj < N / 4; ++jj)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             float& x = s[4 * jj + 2 * h2 + e];
-            const int qq = q + 8 * h2, kk = k0 + 8 * jj + e;
+            const int kk = k0 + 8 * jj + e;
             if constexpr (kScoreMod) x = mod(x * scale, b, h, qq, kk) * inv_scale;
-            if constexpr (kMasked)
+            if constexpr (kMasked && kHasSpans<Mask>) {
+              if (!within(kk, row)) x = -INFINITY;
+            } else if constexpr (kMasked) {
               if (!visible(b, h, qq, kk, p.N_q, p.N_kv, mask)) x = -INFINITY;
+            }
           }
+      }
     }
   }
   __device__ bool last_first(const fa3::detail::Params&) const { return true; }
   // The t-th row tile of the walk, in the block mask's order (flex.cpp): head by head, each
   // head's rows heaviest first; or across heads, heaviest first. A block mask shared by every
   // head (B = H = 1) has one list of rows, taken once per head.
+  //
+  // CTA c takes the tiles t = c, c + G, c + 2 G, ... (G CTAs): one per round. Handed out in
+  // the sorted order round after round, CTA 0 would get the heaviest tile of every round; in a
+  // snake draft the odd rounds go backwards, so the heavy and the light ends of the rounds
+  // alternate between the CTAs and their sums come out about even.
   __device__ fa3::detail::RowTile row_tile(int t, const fa3::detail::Params& p) const {
+    t = snake_place(t, static_cast<int>(gridDim.x), p.T_r * p.heads);
     if (bm.B == 1 && bm.H == 1)
       return bm.across_heads ? fa3::detail::RowTile{bm.order[t / p.heads], t % p.heads}
                              : fa3::detail::RowTile{bm.order[t % p.T_r], t / p.T_r};
@@ -122,6 +150,12 @@ struct FlexBackward {
     __device__ int head(int n) const { return n / tiles.n; }
     __device__ int i(int n) const { return tiles.tile(n % tiles.n); }
   };
+  // The key tile launched at place `rank` of its head's section (chapter 14's launch order): the
+  // block mask's tiles by the length of their walk, longest first (flex.cpp), so that the GPU,
+  // which hands the next CTA to whichever SM frees up, starts the long walks first.
+  __device__ int key_tile(int rank, int kv_head, const fa3bwd::detail::Params& p) const {
+    return bm.order[list_row(bm, kv_head / p.H_kv, kv_head % p.H_kv, rank)];
+  }
   template <class C>
   __device__ Queries queries(int j0, int kv_head, const fa3bwd::detail::Params& p) const {
     const Listed l = Listed::of(bm, list_row(bm, kv_head / p.H_kv, kv_head % p.H_kv, j0 / C::B_c));
@@ -131,8 +165,13 @@ struct FlexBackward {
   __device__ bool masked(const Queries& qs, int n, int, int, const fa3bwd::detail::Params&) const {
     return n % qs.tiles.n < qs.tiles.n_partial;
   }
+  // A mask with spans is tested against its key row's span of queries (the kernel asks for each
+  // element; the span depends on the key alone, so the compiler computes it once per row).
   __device__ bool visible(int head, int q, int k, const fa3bwd::detail::Params& p) const {
-    return detail::visible(head / H, head % H, q, k, p.N_q, p.N_kv, mask);
+    if constexpr (kHasSpans<Mask>)
+      return within(q, queries_of(head / H, head % H, k, p.N_q, p.N_kv, mask));
+    else
+      return detail::visible(head / H, head % H, q, k, p.N_q, p.N_kv, mask);
   }
   __device__ float score(float x, int head, int q, int k) const { return mod(x, head / H, head % H, q, k); }
   __device__ float score_grad(float x, int head, int q, int k) const { return mod.grad(x, head / H, head % H, q, k); }

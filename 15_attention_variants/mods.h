@@ -4,24 +4,55 @@
 //   score(s, b, h, q, k) -> s'      the scaled score s = q.k / sqrt(d), modified
 //   score.grad(s, b, h, q, k)       ds'/ds, for the backward (dS = dS' * ds'/ds)
 // q and k are positions in the sequence (a packed variable-length batch: in the packed sequence).
+//
+// Spans. Most masks let each query see one run of keys, lo <= k <= hi (causal, windows, documents,
+// prefix-LM), and each key be seen by one run of queries. Such a mask may also say so:
+//   keys(b, h, q) -> Span       the keys query q sees
+//   queries(b, h, k) -> Span    the queries that see key k
+// A kernel then computes the span once per row of its tile (a query row for the forward, a key row
+// for the backward) and tests two bounds per element, instead of evaluating the mask, and whatever
+// it reads, on every element. The spans must agree with operator() (CpuVariants checks them).
 // Header-only, no CUDA syntax beyond the host-device marker: .cu and .cpp files share it.
 #pragma once
 
 #include <cmath>
+#include <type_traits>
+#include <utility>
 
 #include "numeric.h"  // LADDER_HOST_DEVICE
 
 namespace variants {
 
+// A run of positions lo .. hi (empty when hi < lo); kOpen bounds it on neither side.
+struct Span {
+  int lo, hi;
+};
+inline constexpr int kOpen = 1 << 30;
+LADDER_HOST_DEVICE inline Span intersect(Span a, Span b) {
+  return {a.lo > b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi};
+}
+// Whether mask M gives its spans.
+template <class M, class = void>
+struct HasSpans : std::false_type {};
+template <class M>
+struct HasSpans<M, std::void_t<decltype(std::declval<const M&>().keys(0, 0, 0)),
+                               decltype(std::declval<const M&>().queries(0, 0, 0))>> : std::true_type {};
+template <class M>
+inline constexpr bool kHasSpans = HasSpans<M>::value;
+
 // ---- masks ---------------------------------------------------------------------------------------
 struct NoMask {
   LADDER_HOST_DEVICE bool operator()(int, int, int, int) const { return true; }
+  LADDER_HOST_DEVICE Span keys(int, int, int) const { return {-kOpen, kOpen}; }
+  LADDER_HOST_DEVICE Span queries(int, int, int) const { return {-kOpen, kOpen}; }
 };
 // Key k is visible from query q when k <= q + offset (offset = N_kv - N: the diagonal through the
 // bottom-right corner, as chapters 10-14).
 struct Causal {
   int offset = 0;
   LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const { return k <= q + offset; }
+  LADDER_HOST_DEVICE Span keys(int, int, int q) const { return {-kOpen, q + offset}; }
+  LADDER_HOST_DEVICE Span queries(int, int, int k) const { return {k - offset, kOpen}; }
 };
 // The keys within `left` before and `right` after the query's diagonal position (Mistral's window:
 // right = 0, causal).
@@ -31,9 +62,11 @@ struct SlidingWindow {
     const int c = q + offset;
     return k >= c - left && k <= c + right;
   }
+  LADDER_HOST_DEVICE Span keys(int, int, int q) const { return {q + offset - left, q + offset + right}; }
+  LADDER_HOST_DEVICE Span queries(int, int, int k) const { return {k - offset - right, k - offset + left}; }
 };
 // Documents packed into one sequence: a query sees the keys of its own document (per-token
-// document ids, [B][N] and [B][N_kv]).
+// document ids, [B][N] and [B][N_kv]). The ids alone give no span: each element reads its key's id.
 struct Document {
   const int *q_doc = nullptr, *k_doc = nullptr;
   int N = 0, N_kv = 0;
@@ -41,26 +74,51 @@ struct Document {
     return q_doc[long(b) * N + q] == k_doc[long(b) * N_kv + k];
   }
 };
+// The same documents in flash-attention's varlen layout: token t (query and key alike, N_kv = N)
+// is in document doc[t], which holds tokens cu_seqlens[doc[t]] .. cu_seqlens[doc[t] + 1] - 1.
+// The mask is Document's; the layout also gives each token its document's span, two loads per row.
+struct PackedDocuments {
+  const int *doc = nullptr, *cu_seqlens = nullptr;
+  LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const { return doc[q] == doc[k]; }
+  LADDER_HOST_DEVICE Span keys(int, int, int q) const { return span(q); }
+  LADDER_HOST_DEVICE Span queries(int, int, int k) const { return span(k); }
+  LADDER_HOST_DEVICE Span span(int t) const {
+    const int d = doc[t];
+    return {cu_seqlens[d], cu_seqlens[d + 1] - 1};
+  }
+};
 // Prefix-LM: the first `prefix` keys are visible to every query, the rest causally.
 struct PrefixLM {
   int prefix = 0;
   LADDER_HOST_DEVICE bool operator()(int, int, int q, int k) const { return k < prefix || k <= q; }
+  LADDER_HOST_DEVICE Span keys(int, int, int q) const { return {-kOpen, q > prefix - 1 ? q : prefix - 1}; }
+  LADDER_HOST_DEVICE Span queries(int, int, int k) const { return {k < prefix ? -kOpen : k, kOpen}; }
 };
 // Both masks at once (a causal window, causal documents). `&`, not `&&`: both are evaluated,
 // so the kernels test them without a branch per element (every mask here is safe to evaluate
-// at any in-range q, k).
+// at any in-range q, k). Two masks with spans have the intersection of their spans.
 template <class A, class B>
 struct And {
   A a;
   B b;
   LADDER_HOST_DEVICE bool operator()(int bi, int h, int q, int k) const { return a(bi, h, q, k) & b(bi, h, q, k); }
+  template <class AA = A, class = std::enable_if_t<kHasSpans<AA> && kHasSpans<B>>>
+  LADDER_HOST_DEVICE Span keys(int bi, int h, int q) const {
+    return intersect(a.keys(bi, h, q), b.keys(bi, h, q));
+  }
+  template <class AA = A, class = std::enable_if_t<kHasSpans<AA> && kHasSpans<B>>>
+  LADDER_HOST_DEVICE Span queries(int bi, int h, int k) const {
+    return intersect(a.queries(bi, h, k), b.queries(bi, h, k));
+  }
 };
 template <class A, class B>
 And<A, B> both(A a, B b) {
   return {a, b};
 }
-// Documents, each causal (packed sequences: flash-attention's varlen batches as one sequence).
+// Documents, each causal (packed sequences: flash-attention's varlen batches as one sequence):
+// from the ids alone, and in the varlen layout (with spans).
 using CausalDocument = And<Document, Causal>;
+using CausalPackedDocuments = And<PackedDocuments, Causal>;
 // Whole tiles on or off, a block-sparse pattern: query q sees key k when tile (q / tile, k / tile)
 // is on. on: [ceil(N / tile)][T_k] bytes. With tile = 128 every visible tile of the kernels is
 // full, so the mask is never evaluated: the time measures the walk alone.

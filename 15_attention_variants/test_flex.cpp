@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "block_mask.h"
+#include "cases.h"
 #include "compare.h"
 #include "flex.h"
 #include "flex_problem.h"
@@ -118,6 +119,54 @@ TEST(CpuFlex, TheWalkOrderIsAPermutationHeaviestFirst) {
   }
 }
 
+// The backward's launch order: per list, every key tile once, the longest walk first.
+TEST(CpuFlex, TheBackwardLaunchesTheLongestWalksFirst) {
+  std::vector<int> doc(4096);
+  for (int t = 0; t < 4096; ++t) doc[t] = t < 1000 ? 0 : t < 1100 ? 1 : 2;
+  const variants::BlockMask m = variants::make_block_mask(
+      variants::CausalDocument{variants::Document{doc.data(), doc.data(), 0, 0}, variants::Causal{0}}, 1, 1, 4096, 4096,
+      64, 128);
+  const std::vector<int> order = variants::detail::longest_walks_first(m);
+  ASSERT_EQ(int(order.size()), m.T_c);
+  std::vector<int> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int j = 0; j < m.T_c; ++j) ASSERT_EQ(sorted[j], j) << "not a permutation";
+  const auto walk = [&](int j) { return m.q_num_blocks[j] + m.full_q_num_blocks[j]; };
+  for (int r = 1; r < m.T_c; ++r) EXPECT_GE(walk(order[r - 1]), walk(order[r])) << "place " << r;
+  EXPECT_NE(order[0], 0);  // key tile 0 walks document 0 alone; the start of document 2 walks further
+}
+
+// The forward's snake draft: a permutation of the places, and on the documents' walk (rows sorted
+// heaviest first), CTAs whose tile counts come out more even than when dealt round after round.
+TEST(CpuFlex, TheSnakeDraftEvensOutTheCTAs) {
+  for (int G : {1, 7, 132})
+    for (int places : {1, 6, 7, 131, 264, 1000}) {
+      std::vector<int> seen(places, 0);
+      for (int t = 0; t < places; ++t) ++seen[variants::snake_place(t, G, places)];
+      for (int s = 0; s < places; ++s) ASSERT_EQ(seen[s], 1) << "G " << G << " places " << places;
+    }
+  const variants::cases::Case docs = variants::cases::headline()[1];
+  const variants::ModsData h(docs.v, docs.s);
+  const variants::BlockMask m = variants::block_mask(docs.v, docs.s, h, variants::kForwardB_r);
+  const std::vector<int> order = variants::detail::heaviest_first(m, true);
+  const int heads = docs.s.heads(), places = m.T_r * heads, G = 132;
+  const auto tiles = [&](int s) {  // a shared list across heads: place s is row order[s / heads]
+    const int r = order[s / heads];
+    return m.kv_num_blocks[r] + m.full_kv_num_blocks[r];
+  };
+  std::vector<long> dealt(G, 0), snake(G, 0);
+  long total = 0;
+  for (int t = 0; t < places; ++t) {
+    dealt[t % G] += tiles(t), snake[t % G] += tiles(variants::snake_place(t, G, places));
+    total += tiles(t);
+  }
+  const double mean = double(total) / G;
+  const double dealt_max = *std::max_element(dealt.begin(), dealt.end()) / mean,
+               snake_max = *std::max_element(snake.begin(), snake.end()) / mean;
+  EXPECT_LT(snake_max, dealt_max);
+  EXPECT_LT(snake_max, 1.03);
+}
+
 // ---- GPU: against the fp64 reference ------------------------------------------------------------
 
 // Every built-in on a length that is not a multiple of any tile, N_q = N_kv and both ways apart
@@ -135,7 +184,8 @@ TEST(GpuFlex, EveryBuiltInMatchesTheReference) {
     }
 }
 
-// Documents: lengths 1, 17, a long one and others (one packed sequence), GQA 8:2.
+// Documents: lengths 1, 17, a long one and others (one packed sequence), GQA 8:2; the mask with
+// the documents' spans and from their ids alone.
 TEST(GpuFlex, DocumentsOfEveryLength) {
   VARIANTS_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
@@ -143,7 +193,11 @@ TEST(GpuFlex, DocumentsOfEveryLength) {
   v.doc_lengths = ladder::small_mode() ? std::vector<int>{1, 17, 130, 1, 50} : std::vector<int>{1, 17, 1000, 1, 300, 2};
   int N = 0;
   for (int n : v.doc_lengths) N += n;
-  for (int d : {128, 64}) expect_correct(v, attention_shape(1, 8, 2, N, N, d, false), seed);
+  for (int d : {128, 64})
+    for (bool ids_only : {false, true}) {  // the varlen layout (spans), and the ids alone
+      v.doc_ids_only = ids_only;
+      expect_correct(v, attention_shape(1, 8, 2, N, N, d, false), seed);
+    }
 }
 
 // Windows of width 1 (each query its own key alone), and wider than the sequence (causal).

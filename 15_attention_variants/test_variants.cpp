@@ -271,6 +271,54 @@ TEST(CpuVariants, BlockMasksOfTheBuiltInsMatchTheirElements) {
                             N, N, "causal documents");
 }
 
+// ---- spans --------------------------------------------------------------------------------------
+
+// A mask's spans are its elements: for every query, the keys it sees are exactly keys(q) (cut to
+// 0 .. N_kv - 1), and for every key, the queries that see it exactly queries(k).
+template <class Mask>
+void expect_spans_match(const Mask& mask, int N, int N_kv, const char* what) {
+  static_assert(variants::kHasSpans<Mask>);
+  for (int q = 0; q < N; ++q) {
+    const variants::Span s = mask.keys(0, 0, q);
+    for (int k = 0; k < N_kv; ++k)
+      ASSERT_EQ(mask(0, 0, q, k), k >= s.lo && k <= s.hi) << what << ": keys of query " << q << ", key " << k;
+  }
+  for (int k = 0; k < N_kv; ++k) {
+    const variants::Span s = mask.queries(0, 0, k);
+    for (int q = 0; q < N; ++q)
+      ASSERT_EQ(mask(0, 0, q, k), q >= s.lo && q <= s.hi) << what << ": queries of key " << k << ", query " << q;
+  }
+}
+
+TEST(CpuVariants, SpansAreTheMasksElements) {
+  const int N = 300, N_kv = 420;
+  expect_spans_match(variants::NoMask{}, N, N_kv, "no mask");
+  for (int offset : {0, N_kv - N, -50}) expect_spans_match(variants::Causal{offset}, N, N_kv, "causal");
+  for (auto [left, right] : {std::pair{0, 0}, std::pair{1, 1}, std::pair{100, 0}, std::pair{7, 30}, std::pair{999, 0}})
+    expect_spans_match(variants::SlidingWindow{left, right, N_kv - N}, N, N_kv, "window");
+  for (int prefix : {0, 1, 37, 299, 1000}) expect_spans_match(variants::PrefixLM{prefix}, N, N, "prefix-LM");
+  const std::vector<int> lengths = {1, 17, 130, 1, 151};  // sums to N
+  std::vector<int> doc, cu{0};
+  for (int d = 0; d < int(lengths.size()); ++d)
+    doc.insert(doc.end(), lengths[d], d), cu.push_back(cu.back() + lengths[d]);
+  const variants::PackedDocuments packed{doc.data(), cu.data()};
+  expect_spans_match(packed, N, N, "packed documents");
+  expect_spans_match(variants::CausalPackedDocuments{packed, variants::Causal{0}}, N, N, "causal packed documents");
+  expect_spans_match(variants::both(variants::SlidingWindow{20, 0, 0}, packed), N, N, "a window within documents");
+  // The same documents as ids alone: the same elements, no spans.
+  const variants::CausalDocument ids{variants::Document{doc.data(), doc.data(), 0, 0}, variants::Causal{0}};
+  const variants::CausalPackedDocuments spans{packed, variants::Causal{0}};
+  for (int q = 0; q < N; ++q)
+    for (int k = 0; k < N; ++k) ASSERT_EQ(ids(0, 0, q, k), spans(0, 0, q, k)) << q << ", " << k;
+}
+
+// Which masks give spans: those whose visible keys are one run per query; not masks read element
+// by element (ids, tile sets), nor a pair where one of the two has none.
+static_assert(variants::kHasSpans<variants::Causal> && variants::kHasSpans<variants::SlidingWindow> &&
+              variants::kHasSpans<variants::PrefixLM> && variants::kHasSpans<variants::CausalPackedDocuments>);
+static_assert(!variants::kHasSpans<variants::Document> && !variants::kHasSpans<variants::TileSet> &&
+              !variants::kHasSpans<variants::CausalDocument>);
+
 // What the kernels will skip: a causal mask leaves about half the tiles, a window of w keys about
 // (w + B_c) / N_kv of them.
 TEST(CpuVariants, BlockSparsityFollowsTheMask) {
