@@ -3,12 +3,24 @@
 //                   for scripts/figures/block_masks.py
 //   --tile-sets     the benchmark's random tile sets (cases.h): the fraction of tiles each kernel
 //                   visits, forward (128-row tiles) and backward (64-row), for plot_sparsity.py
+//   --balance       how evenly the measured cases' work spreads over an H200's 132 SMs, in tiles
+//                   visited (a CTA's fixed costs left out): the forward's persistent CTAs with their
+//                   rows dealt round after round and in a snake draft (the largest share / the
+//                   mean); the backward's CTAs in chapter 14's launch order, each head's key tiles in
+//                   order and longest walk first, each started on the SM that frees up first (the
+//                   last SM to finish / the mean)
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <queue>
 #include <vector>
 
+#include "14_fa3_backward/fa3_bwd_scheduler.h"
 #include "block_mask.h"
 #include "cases.h"
+#include "device.h"
+#include "flex.h"
 #include "flex_problem.h"
 #include "mods.h"
 
@@ -31,12 +43,72 @@ void tile_sets() {
                 variants::block_mask(v, s, h, variants::kBackwardB_r).density());
   }
 }
+
+constexpr int kSms = 132;  // an H200's
+
+// The forward: place t of the walk is row order[...] of one head (flex_variants.cuh's row_tile).
+double forward_share(const variants::BlockMask& m, int heads, bool snake) {
+  const bool across = variants::detail::sort_across_heads(m);
+  const std::vector<int> order = variants::detail::heaviest_first(m, across);
+  const int places = m.T_r * heads, G = std::min(places, kSms);
+  std::vector<double> cta(G, 0.0);
+  for (int t = 0; t < places; ++t) {
+    const int s = snake ? variants::snake_place(t, G, places) : t;
+    const int r = across ? order[s / heads] : order[s % m.T_r];  // a list shared by every head (B = H = 1)
+    cta[t % G] += m.kv_num_blocks[r] + m.full_kv_num_blocks[r];
+  }
+  double sum = 0;
+  for (double c : cta) sum += c;
+  return *std::max_element(cta.begin(), cta.end()) / (sum / G);
+}
+
+// The backward: CTA c of the launch order takes key tile `rank` (or the rank-th longest walk) of
+// its head's section; the next CTA starts on the SM that frees up first.
+double backward_finish(const variants::BlockMask& m, const ladder::AttentionShape& s, bool longest_first) {
+  const std::vector<int> order = variants::detail::longest_walks_first(m);
+  const int heads = int(s.kv_heads()), in_l2 = fa3bwd::sched::heads_in_l2(ladder::kH200L2Bytes, s.group(), s.N, s.d);
+  const fa3bwd::sched::Sections sections = fa3bwd::sched::sections(heads, in_l2);
+  std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
+  for (int sm = 0; sm < kSms; ++sm) free_at.push(0.0);
+  double sum = 0, last = 0;
+  for (int c = 0; c < m.T_c * heads; ++c) {
+    const fa3bwd::sched::Tile t = fa3bwd::sched::tile(c, m.T_c, sections);
+    const int j = longest_first ? order[t.j] : t.j;
+    const double walk = double(m.q_num_blocks[j] + m.full_q_num_blocks[j]) * s.group();
+    const double end = free_at.top() + walk;
+    free_at.pop(), free_at.push(end), sum += walk, last = std::max(last, end);
+  }
+  return last / (sum / kSms);
+}
+
+void balance() {
+  std::vector<variants::cases::Case> cases = variants::cases::headline();
+  variants::Variant tiles;
+  tiles.kind = variants::Kind::Tiles;
+  for (double density : variants::cases::kDensities) {
+    tiles.tile_density = density;
+    cases.push_back({density == 0.1    ? "tiles10"
+                     : density == 0.25 ? "tiles25"
+                                       : "tiles50",
+                     variants::cases::sparse_shape(), tiles});
+  }
+  std::printf("case,fwd_dealt,fwd_snake,bwd_in_order,bwd_longest_first\n");
+  for (const auto& c : cases) {
+    const variants::ModsData h(c.v, c.s);
+    const variants::BlockMask fwd = variants::block_mask(c.v, c.s, h, variants::kForwardB_r),
+                              bwd = variants::block_mask(c.v, c.s, h, variants::kBackwardB_r);
+    std::printf("%s,%.3f,%.3f,%.3f,%.3f\n", c.name, forward_share(fwd, c.s.heads(), false),
+                forward_share(fwd, c.s.heads(), true), backward_finish(bwd, c.s, false),
+                backward_finish(bwd, c.s, true));
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--tile-sets") == 0) return tile_sets(), 0;
+  if (argc > 1 && std::strcmp(argv[1], "--balance") == 0) return balance(), 0;
   if (argc > 1) {
-    std::fprintf(stderr, "usage: %s [--tile-sets]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--tile-sets | --balance]\n", argv[0]);
     return 2;
   }
   const int N = 2048;
