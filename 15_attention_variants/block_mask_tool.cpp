@@ -9,6 +9,8 @@
 //                   mean); the backward's CTAs in chapter 14's launch order, each head's key tiles in
 //                   order and longest walk first, each started on the SM that frees up first (the
 //                   last SM to finish / the mean)
+//   --balance-ctas  the same for the documents, CTA by CTA (forward) and SM by SM (backward), for
+//                   scripts/figures/balance.py
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -47,7 +49,8 @@ void tile_sets() {
 constexpr int kSms = 132;  // an H200's
 
 // The forward: place t of the walk is row order[...] of one head (flex_variants.cuh's row_tile).
-double forward_share(const variants::BlockMask& m, int heads, bool snake) {
+// Each CTA's tiles.
+std::vector<double> forward_shares(const variants::BlockMask& m, int heads, bool snake) {
   const bool across = variants::detail::sort_across_heads(m);
   const std::vector<int> order = variants::detail::heaviest_first(m, across);
   const int places = m.T_r * heads, G = std::min(places, kSms);
@@ -57,28 +60,35 @@ double forward_share(const variants::BlockMask& m, int heads, bool snake) {
     const int r = across ? order[s / heads] : order[s % m.T_r];  // a list shared by every head (B = H = 1)
     cta[t % G] += m.kv_num_blocks[r] + m.full_kv_num_blocks[r];
   }
-  double sum = 0;
-  for (double c : cta) sum += c;
-  return *std::max_element(cta.begin(), cta.end()) / (sum / G);
+  return cta;
 }
 
 // The backward: CTA c of the launch order takes key tile `rank` (or the rank-th longest walk) of
-// its head's section; the next CTA starts on the SM that frees up first.
-double backward_finish(const variants::BlockMask& m, const ladder::AttentionShape& s, bool longest_first) {
+// its head's section; the next CTA starts on the SM that frees up first. When each SM finishes.
+std::vector<double> backward_finishes(const variants::BlockMask& m, const ladder::AttentionShape& s,
+                                      bool longest_first) {
   const std::vector<int> order = variants::detail::longest_walks_first(m);
   const int heads = int(s.kv_heads()), in_l2 = fa3bwd::sched::heads_in_l2(ladder::kH200L2Bytes, s.group(), s.N, s.d);
   const fa3bwd::sched::Sections sections = fa3bwd::sched::sections(heads, in_l2);
   std::priority_queue<double, std::vector<double>, std::greater<double>> free_at;
   for (int sm = 0; sm < kSms; ++sm) free_at.push(0.0);
-  double sum = 0, last = 0;
   for (int c = 0; c < m.T_c * heads; ++c) {
     const fa3bwd::sched::Tile t = fa3bwd::sched::tile(c, m.T_c, sections);
     const int j = longest_first ? order[t.j] : t.j;
     const double walk = double(m.q_num_blocks[j] + m.full_q_num_blocks[j]) * s.group();
     const double end = free_at.top() + walk;
-    free_at.pop(), free_at.push(end), sum += walk, last = std::max(last, end);
+    free_at.pop(), free_at.push(end);
   }
-  return last / (sum / kSms);
+  std::vector<double> finish;
+  for (; !free_at.empty(); free_at.pop()) finish.push_back(free_at.top());
+  return finish;
+}
+
+// The largest over the mean: of the CTAs' tiles, or of the SMs' finishing times.
+double peak_over_mean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return *std::max_element(v.begin(), v.end()) / (sum / double(v.size()));
 }
 
 void balance() {
@@ -97,9 +107,24 @@ void balance() {
     const variants::ModsData h(c.v, c.s);
     const variants::BlockMask fwd = variants::block_mask(c.v, c.s, h, variants::kForwardB_r),
                               bwd = variants::block_mask(c.v, c.s, h, variants::kBackwardB_r);
-    std::printf("%s,%.3f,%.3f,%.3f,%.3f\n", c.name, forward_share(fwd, c.s.heads(), false),
-                forward_share(fwd, c.s.heads(), true), backward_finish(bwd, c.s, false),
-                backward_finish(bwd, c.s, true));
+    std::printf("%s,%.3f,%.3f,%.3f,%.3f\n", c.name, peak_over_mean(forward_shares(fwd, c.s.heads(), false)),
+                peak_over_mean(forward_shares(fwd, c.s.heads(), true)),
+                peak_over_mean(backward_finishes(bwd, c.s, false)), peak_over_mean(backward_finishes(bwd, c.s, true)));
+  }
+}
+
+void balance_ctas() {
+  const variants::cases::Case c = variants::cases::headline()[1];  // the documents
+  const variants::ModsData h(c.v, c.s);
+  const variants::BlockMask fwd = variants::block_mask(c.v, c.s, h, variants::kForwardB_r),
+                            bwd = variants::block_mask(c.v, c.s, h, variants::kBackwardB_r);
+  std::printf("direction,order,unit,tiles\n");
+  for (bool better : {false, true}) {
+    const std::vector<double> f = forward_shares(fwd, c.s.heads(), better), b = backward_finishes(bwd, c.s, better);
+    for (std::size_t u = 0; u < f.size(); ++u)
+      std::printf("forward,%s,%zu,%.0f\n", better ? "snake" : "dealt", u, f[u]);
+    for (std::size_t u = 0; u < b.size(); ++u)
+      std::printf("backward,%s,%zu,%.0f\n", better ? "longest_first" : "in_order", u, b[u]);
   }
 }
 }  // namespace
@@ -107,8 +132,9 @@ void balance() {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--tile-sets") == 0) return tile_sets(), 0;
   if (argc > 1 && std::strcmp(argv[1], "--balance") == 0) return balance(), 0;
+  if (argc > 1 && std::strcmp(argv[1], "--balance-ctas") == 0) return balance_ctas(), 0;
   if (argc > 1) {
-    std::fprintf(stderr, "usage: %s [--tile-sets | --balance]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--tile-sets | --balance | --balance-ctas]\n", argv[0]);
     return 2;
   }
   const int N = 2048;

@@ -26,6 +26,7 @@ of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not 
   bwd_schedule.py 14 figures/bwd_schedule.png                dQ waited for alone vs the next S^T behind it
   bwd_tiles.py    14 figures/bwd_tiles.png                   the tile policy: who computes what, shared memory
   block_masks.py  15 figures/block_masks.png                 the built-in masks' empty, partial and full tiles
+  balance.py      15 figures/balance.png                     the documents' work over 132 SMs: dealt, snake, launch order
 """
 import argparse
 import pathlib
@@ -38,7 +39,7 @@ build = ap.parse_args().build_dir or str(pathlib.Path(__file__).resolve().parent
 here = pathlib.Path(__file__).resolve().parent
 for script in ("thread_map.py", "coalescing.py", "bank_map.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
                "split_merge.py", "fa3_schedule.py", "fp8_key_tiles.py", "dq_order.py", "bwd_schedule.py",
-               "bwd_tiles.py", "block_masks.py"):
+               "bwd_tiles.py", "block_masks.py", "balance.py"):
     if subprocess.run([sys.executable, str(here / script), build]).returncode != 0:
         sys.exit(f"make_all.py: {script} failed")
 # plot_layouts.py reads the layout tables on stdin.
