@@ -5,12 +5,14 @@
 //   the walk         step it of a row of the walk reads tile j(it): first the partial tiles, then
 //                    the full ones, as FlexAttention's kv_indices and full_kv_indices list them
 //   the mask         evaluated on partial tiles only (the kernels instantiate the masked score
-//                    tile for them alone), -inf (forward) or P = 0 (backward) where it says no
+//                    tile for them alone), -inf (forward) or P = 0 (backward) where it says no;
+//                    a mask with spans (mods.h) by the two ends of each row's span instead
 //   the modifier     on every visited tile: x = S scale becomes score(x); the backward multiplies
 //                    dS by score'(x)
 //
 // Accumulator coordinates come from the kernels: a thread's query q and key k of each register.
-// No memory is read per element beyond what the functors read themselves (document ids, slopes).
+// No memory is read per element beyond what the functors read themselves (document ids, slopes);
+// with spans, nothing per element at all.
 #pragma once
 
 #include <type_traits>
