@@ -67,7 +67,9 @@ struct Cfg {
   // 128 queries there is room for one only; the writer has a whole step to read it.
   static constexpr int kdQBuffers = B_r == 128 ? 1 : 2;
   static constexpr int kdQBytes = kBulk ? 2 * kdQBuffers * layout::kChunkFloats * 4 : 0;
-  static constexpr std::size_t kBarrierBytes = 8 * (1 + 2 * kStages + 2 * 2 * kdQBuffers);
+  // The barriers; then a persistent variant's next-place slots (two ints and their full and empty
+  // barriers; fa3_bwd_kernel.cuh's for_each_walk).
+  static constexpr std::size_t kBarrierBytes = 8 * (1 + 2 * kStages + 2 * 2 * kdQBuffers) + 8 * (2 + 2) + 8;
   static constexpr std::size_t kSmemBytes = 1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes +
                                             kdSBuffers * kdSBytes + kRowsBytes + kdQBytes + kBarrierBytes;
 

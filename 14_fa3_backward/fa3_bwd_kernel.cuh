@@ -35,11 +35,13 @@
 // .cu files compiled for sm_90a only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "09_tensor_core_matmul/hopper.cuh"
 #include "09_tensor_core_matmul/tc_hopper.h"
 #include "cuda_check.h"
+#include "device.h"
 #include "fa3_bwd_config.h"
 #include "launch.h"
 #include "numeric.h"
@@ -80,6 +82,10 @@ struct Smem {
   __device__ std::uint32_t dq_empty(int cw, int b) const {
     return bar(1 + 2 * C::kStages + 2 * C::kdQBuffers + cw * C::kdQBuffers + b);
   }
+  // A persistent variant's next places: slot k % 2 holds the k-th place the CTA walks.
+  __device__ std::uint32_t next_full(int k) const { return bar(1 + 2 * C::kStages + 4 * C::kdQBuffers + k); }
+  __device__ std::uint32_t next_empty(int k) const { return bar(3 + 2 * C::kStages + 4 * C::kdQBuffers + k); }
+  __device__ std::uint32_t next(int k) const { return bar(5 + 2 * C::kStages + 4 * C::kdQBuffers) + 4 * k; }
 
   __device__ void init_barriers() const {  // one thread, before anyone uses them
     tc::mbarrier_init(kv_full(), 1);
@@ -92,6 +98,13 @@ struct Smem {
         tc::mbarrier_init(dq_full(cw, b), 128);  // every thread of the consumer warpgroup
         tc::mbarrier_init(dq_empty(cw, b), 1);   // the writer
       }
+    tc::fence_mbarrier_init();
+  }
+  __device__ void init_next_places() const {  // one thread, a persistent variant's, before __syncthreads
+    for (int k = 0; k < 2; ++k) {
+      tc::mbarrier_init(next_full(k), 1);                          // the producer
+      tc::mbarrier_init(next_empty(k), 256 + (C::kBulk ? 1 : 0));  // every consumer thread, the writer
+    }
     tc::fence_mbarrier_init();
   }
 };
@@ -110,6 +123,7 @@ struct Smem {
 // above see none of the CTA's keys).
 struct CausalOrDense {
   static constexpr bool kScoreMod = false;
+  static constexpr bool kPersistent = false;  // one CTA per key tile
   // The key tile of the CTA at place `rank` of its head's section in the launch order
   // (fa3_bwd_scheduler.h): tile `rank` itself. Causal, the walks shorten as j grows: longest first.
   __device__ int key_tile(int rank, int /*kv_head*/, const Params&) const { return rank; }
@@ -144,8 +158,13 @@ struct Walk {
   int kv_head, q_head0;  // its KV head b H_kv + h_kv; the group's first query head
   typename V::Queries qs;
   int steps;
-  __device__ Walk(const Params& p, const V& var) {
-    const int T_c = static_cast<int>(gridDim.x), cta = static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y);
+  // A persistent CTA's earlier walks: their steps (the ring's stages and the barriers' phases run
+  // on from one walk to the next) and how many had steps (K_j and V_j loaded).
+  int pos = 0, loads = 0;
+  // One CTA per walk: the CTA's place in the launch order.
+  __device__ Walk(const Params& p, const V& var)
+      : Walk(static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y), static_cast<int>(gridDim.x), p, var) {}
+  __device__ Walk(int cta, int T_c, const Params& p, const V& var) {
     const sched::Tile t = sched::tile(cta, T_c, p.sections);  // cta: the place in the launch order
     j = var.key_tile(t.j, t.head, p), j0 = j * C::B_c, kv_head = t.head;
     q_head0 = kv_head / p.H_kv * p.H + kv_head % p.H_kv * p.group;
@@ -170,10 +189,13 @@ struct Walk {
 // ---- the producer ------------------------------------------------------------------------------
 // One elected thread of warp 0 issues the copies: K_j and V_j once, then per step Q_i, dO_i and
 // the B_r floats of L_i and D_i into the next free stage, all counted by the stage's "full" barrier.
+// A persistent CTA's next K_j, V_j wait until the consumers are done with the last step of its
+// previous walk (every GEMM of a step reads K_j or V_j; a step releases its stage at its end).
 template <class C, class V>
 __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmdO, const CUtensorMap* tmK,
                         const CUtensorMap* tmV, const Walk<C, V>& w, const Params& p) {
   if (w.steps == 0) return;
+  if (w.pos > 0) tc::mbarrier_wait(sm.empty((w.pos - 1) % C::kStages), ((w.pos - 1) / C::kStages) & 1);
   tc::mbarrier_arrive_expect_tx(sm.kv_full(), C::kKBytes + C::kVBytes);
   for (int b = 0; b < C::kBoxes; ++b) {
     tc::cp_async_bulk_tensor_3d_global_to_shared(sm.K() + b * C::B_c * 128, tmK, b * C::kBoxCols, w.j0, w.kv_head,
@@ -182,8 +204,8 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
                                                  sm.kv_full());
   }
   for (int n = 0; n < w.steps; ++n) {
-    const int s = n % C::kStages;
-    tc::mbarrier_wait(sm.empty(s), ((n / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
+    const int g = w.pos + n, s = g % C::kStages;
+    tc::mbarrier_wait(sm.empty(s), ((g / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
     const int head = w.q_head(n), i0 = w.i(n) * C::B_r;
     const std::int64_t row = std::int64_t(head) * p.N_pad + i0;  // N_pad rows per head: 256-byte aligned
     tc::mbarrier_arrive_expect_tx(sm.full(s), C::kStageLoadBytes);
@@ -214,9 +236,9 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 template <class C, class V>
 __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p) {
   for (int n = 0; n < w.steps; ++n) {
-    const int b = n % C::kdQBuffers;
+    const int g = w.pos + n, b = g % C::kdQBuffers;
     for (int cw = 0; cw < 2; ++cw) {
-      tc::mbarrier_wait(sm.dq_full(cw, b), (n / C::kdQBuffers) & 1);
+      tc::mbarrier_wait(sm.dq_full(cw, b), (g / C::kdQBuffers) & 1);
       const int row_block = C::dq_row_block(w.i(n), cw), chunk = C::dq_chunk(cw);
       const std::size_t block = layout::block_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
       if constexpr (C::kDeterministic) {
@@ -424,9 +446,9 @@ struct Consumer {
   }
 
   // Adds dQ_i's block into the fp32 accumulator (fa3_bwd_layout.h): Atomic, from the registers;
-  // otherwise through buffer n % kdQBuffers in shared memory to the writer warp. Accumulator row
+  // otherwise through buffer g % kdQBuffers in shared memory to the writer warp (g: the CTA's step). Accumulator row
   // 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
-  __device__ void add_dq(int n, int head, int i, const Params& p) {
+  __device__ void add_dq(int g, int head, int i, const Params& p) {
     if constexpr (!C::kBulk) {
       float* g = p.dQ_acc + layout::block_index(head, p.blocks, C::dq_row_block(i, cw), C::d, C::dq_chunk(cw));
 #pragma unroll
@@ -437,8 +459,8 @@ struct Consumer {
           for (int e = 0; e < 2; ++e)
             atomicAdd(g + layout::chunk_offset(key_row(h), 8 * jj + 2 * (t % 4) + e), dq[4 * jj + 2 * h + e]);
     } else {
-      const int b = n % C::kdQBuffers;
-      tc::mbarrier_wait(sm.dq_empty(cw, b), ((n / C::kdQBuffers) & 1) ^ 1);  // the writer has read it
+      const int b = g % C::kdQBuffers;
+      tc::mbarrier_wait(sm.dq_empty(cw, b), ((g / C::kdQBuffers) & 1) ^ 1);  // the writer has read it
       float* block = sm.template at<float>(sm.dQ(cw, b));
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj)
@@ -451,15 +473,16 @@ struct Consumer {
     }
   }
 
-  // S^T of step n, once its stage is loaded.
-  __device__ void issue_s(int n) {
-    const int st = n % C::kStages;
-    tc::mbarrier_wait(sm.full(st), (n / C::kStages) & 1);
+  // S^T of the CTA's step g, once its stage is loaded.
+  __device__ void issue_s(int g) {
+    const int st = g % C::kStages;
+    tc::mbarrier_wait(sm.full(st), (g / C::kStages) & 1);
     issue_ss(s, sm.K(), sm.Q(st));
   }
 
+  // Step n of walk w: the CTA's step g = w.pos + n (its stage, its buffers).
   __device__ void step(int n, const Walk<C, V>& w, const Params& p) {
-    const int st = n % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
+    const int g = w.pos + n, st = g % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
     const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
     issue_ss(dp, sm.V(), sm.dO(st));  // S^T is done (the step before waited for it)
     if constexpr (!V::kScoreMod) {
@@ -487,13 +510,13 @@ struct Consumer {
         probabilities_and_gradients<false>(st, head, w.j0, i0, p);
       issue_rs(dv, pf, sm.dO(st));
     }
-    // dS^T buffer n % 2 was last read by step n - 2's dQ, which both warpgroups waited for
-    // before they met at step n - 1's barrier below: no barrier is needed before writing it.
-    store_ds(n % C::kdSBuffers);
+    // dS^T buffer g % 2 was last read by step g - 2's dQ, which both warpgroups waited for
+    // before they met at step g - 1's barrier below: no barrier is needed before writing it.
+    store_ds(g % C::kdSBuffers);
     tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
     issue_rs(dk, dsf, sm.Q(st));
     tc::named_bar_sync(kDsReady, 256);  // all of dS^T is written
-    issue_dq(n % C::kdSBuffers);
+    issue_dq(g % C::kdSBuffers);
     tc::wgmma_wait_group<1>();  // dV and dK are done; dQ may still run
     tc::fence_operand(dk);
     tc::fence_operand(dv);
@@ -502,10 +525,10 @@ struct Consumer {
     // The next step's S^T runs while this one's dQ_i is handed to the writer. The last step
     // issues its own S^T once more (unused): every step then has the same GEMMs in flight at
     // each wait, and none past the step's end, as ptxas needs to keep the wgmmas unserialised.
-    issue_s(min(n + 1, w.steps - 1));
+    issue_s(w.pos + min(n + 1, w.steps - 1));
     tc::wgmma_wait_group<1>();  // dQ is done; S^T may still run
     tc::fence_operand(dq);
-    add_dq(n, head, w.i(n), p);
+    add_dq(g, head, w.i(n), p);
     tc::wgmma_wait_group<0>();
     tc::fence_operand(s);
     // Q_i, dO_i, L_i, D_i are no longer read. Every thread arrives, each after its own loads of
@@ -525,8 +548,8 @@ struct Consumer {
 #pragma unroll
     for (int k = 0; k < C::d / 2; ++k) dk[k] = zero, dv[k] = zero;
     if (w.steps == 0) return;
-    tc::mbarrier_wait(sm.kv_full(), 0);
-    issue_s(0);
+    tc::mbarrier_wait(sm.kv_full(), w.loads & 1);
+    issue_s(w.pos);
     tc::wgmma_wait_group<0>();
     tc::fence_operand(s);
     for (int n = 0; n < w.steps; ++n) step(n, w, p);
@@ -552,6 +575,38 @@ struct Consumer {
 #endif  // TC_HOPPER_ENABLED
 
 // ---- the kernel ------------------------------------------------------------------------------
+// A variant walks one key tile per CTA, or (V::kPersistent) one CTA per SM walks places of the
+// launch order until none is left. CTA c takes place c first; each next place comes from a counter
+// in global memory (the deterministic step's flags, unused by the others and zeroed before every
+// launch: the place is gridDim.x plus the count), so a CTA that finishes early takes the next
+// place, as the GPU hands the next CTA to whichever SM frees up. The producer draws the places and
+// passes them on through two slots in shared memory; each role (producer, dQ writer, consumers)
+// walks the same sequence, and the counts of earlier steps keep their barriers in step.
+template <class C, class V, class F>
+__device__ void for_each_walk(const Smem<C>& sm, bool draws, const Params& p, const V& var, F&& f) {
+  static_assert(!C::kDeterministic, "the deterministic step's flags count dQ's additions");
+  const int T_c = (p.N_kv + C::B_c - 1) / C::B_c, places = T_c * var.kv_heads;
+  int pos = 0, loads = 0;
+  for (int k = 0;; ++k) {
+    int t;
+    if (draws) {
+      t = k == 0 ? static_cast<int>(blockIdx.x) : static_cast<int>(gridDim.x) + atomicAdd(p.dq_flags, 1);
+      tc::mbarrier_wait(sm.next_empty(k % 2), ((k / 2) & 1) ^ 1);  // every role has read its last place
+      *sm.template at<int>(sm.next(k % 2)) = t;
+      tc::mbarrier_arrive(sm.next_full(k % 2));  // (a release: the store comes before it)
+    } else {
+      tc::mbarrier_wait(sm.next_full(k % 2), (k / 2) & 1);
+      t = *sm.template at<volatile int>(sm.next(k % 2));
+      tc::mbarrier_arrive(sm.next_empty(k % 2));
+    }
+    if (t >= places) return;
+    Walk<C, V> w(t, T_c, p, var);
+    w.pos = pos, w.loads = loads;
+    f(w);
+    pos += w.steps, loads += w.steps > 0;
+  }
+}
+
 template <class C, class V>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fa3_bwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmdO,
@@ -560,22 +615,44 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #if TC_HOPPER_ENABLED
   extern __shared__ unsigned char smem_raw[];
   const Smem<C> sm(smem_raw);
-  if (threadIdx.x == 0) sm.init_barriers();
-  __syncthreads();
-  const Walk<C, V> w(p, var);
-  const int wg = threadIdx.x / 128;
-  if (wg == 0) {  // copies only (TMA in, dQ out): it gives its registers to the consumers
-    tc::setmaxnreg_dec<C::kProducerRegs>();
-    const int warp = threadIdx.x / 32;
-    if (warp == 0 && tc::elect_one_sync()) produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p);
-    if constexpr (C::kBulk)
-      if (warp == 1 && tc::elect_one_sync()) write_dq<C>(sm, w, p);
-    return;
+  if (threadIdx.x == 0) {
+    sm.init_barriers();
+    if constexpr (V::kPersistent) sm.init_next_places();
   }
-  tc::setmaxnreg_inc<C::kConsumerRegs>();
-  Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
-  consumer.run(w, p);
-  consumer.store(w, p);
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if constexpr (!V::kPersistent) {
+    const Walk<C, V> w(p, var);
+    if (wg == 0) {  // copies only (TMA in, dQ out): it gives its registers to the consumers
+      tc::setmaxnreg_dec<C::kProducerRegs>();
+      const int warp = threadIdx.x / 32;
+      if (warp == 0 && tc::elect_one_sync()) produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p);
+      if constexpr (C::kBulk)
+        if (warp == 1 && tc::elect_one_sync()) write_dq<C>(sm, w, p);
+      return;
+    }
+    tc::setmaxnreg_inc<C::kConsumerRegs>();
+    Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
+    consumer.run(w, p);
+    consumer.store(w, p);
+  } else {  // the same roles, each over the CTA's walks
+    if (wg == 0) {
+      tc::setmaxnreg_dec<C::kProducerRegs>();
+      const int warp = threadIdx.x / 32;
+      if (warp == 0 && tc::elect_one_sync())
+        for_each_walk(sm, true, p, var, [&](const Walk<C, V>& w) { produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p); });
+      if constexpr (C::kBulk)
+        if (warp == 1 && tc::elect_one_sync())
+          for_each_walk(sm, false, p, var, [&](const Walk<C, V>& w) { write_dq<C>(sm, w, p); });
+      return;
+    }
+    tc::setmaxnreg_inc<C::kConsumerRegs>();
+    Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
+    for_each_walk(sm, false, p, var, [&](const Walk<C, V>& w) {
+      consumer.run(w, p);
+      consumer.store(w, p);
+    });
+  }
 #endif
 }
 
@@ -599,7 +676,9 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   const CUtensorMap tmV = tc::tensor_map(map_key(x.V, d, s.nkv(), s.kv_heads(), C::B_c));
   auto* kernel = fa3_bwd_kernel<C, V>;
   ladder::allow_dynamic_smem(kernel, C::kSmemBytes, "fa3bwd::backward");
-  const dim3 grid(ladder::ceil_div(s.nkv(), C::B_c), static_cast<unsigned>(s.kv_heads()));
+  dim3 grid(ladder::ceil_div(s.nkv(), C::B_c), static_cast<unsigned>(s.kv_heads()));
+  if constexpr (V::kPersistent)
+    grid = dim3(std::min<long long>(std::int64_t(grid.x) * grid.y, ladder::device().sm_count));
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmdO, tmK, tmV, p, var);
   CUDA_CHECK_LAUNCH();
 }

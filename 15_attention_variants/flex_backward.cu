@@ -20,7 +20,7 @@ void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& sc
   detail::check_variant(who, s, bm.q(), kBackwardB_r, true);
   const fa3bwd::detail::Prepared run =
       fa3bwd::detail::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, {fa3bwd::Step::BulkReduce}, stream);
-  const detail::FlexBackward<Mask, Score> var{mask, score, bm.q(), run.s.H};
+  const detail::FlexBackward<Mask, Score> var{mask, score, bm.q(), run.s.H, static_cast<int>(run.s.kv_heads())};
   if (run.s.d == 64)
     fa3bwd::detail::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, stream);
   else

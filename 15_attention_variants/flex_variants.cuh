@@ -139,10 +139,15 @@ struct FlexForward {
 template <class Mask, class Score>
 struct FlexBackward {
   static constexpr bool kScoreMod = !std::is_same_v<Score, NoScoreMod>;
+  // One CTA per SM walks the key tiles, taking the next place of the launch order (chapter 14's
+  // sections of heads, each head's key tiles longest walk first) whenever it is done with one: its
+  // next K_j, V_j load while it stores the last dK_j, dV_j, which pays off when walks are short.
+  static constexpr bool kPersistent = true;
   Mask mask;
   Score mod;
   BlockMaskView bm;  // q(): per key tile
   int H;
+  int kv_heads;  // B H_kv: the key tiles of the launch order are T_c kv_heads places
 
   // Every listed query tile of every query head of the group (one list for the group: the host
   // refuses a head-dependent block mask with GQA).
