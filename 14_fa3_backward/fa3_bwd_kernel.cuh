@@ -204,8 +204,8 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
                                                  sm.kv_full());
   }
   for (int n = 0; n < w.steps; ++n) {
-    const int g = w.pos + n, s = g % C::kStages;
-    tc::mbarrier_wait(sm.empty(s), ((g / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
+    const int seq = w.pos + n, s = seq % C::kStages;               // the CTA's step number
+    tc::mbarrier_wait(sm.empty(s), ((seq / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
     const int head = w.q_head(n), i0 = w.i(n) * C::B_r;
     const std::int64_t row = std::int64_t(head) * p.N_pad + i0;  // N_pad rows per head: 256-byte aligned
     tc::mbarrier_arrive_expect_tx(sm.full(s), C::kStageLoadBytes);
@@ -236,9 +236,9 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 template <class C, class V>
 __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p) {
   for (int n = 0; n < w.steps; ++n) {
-    const int g = w.pos + n, b = g % C::kdQBuffers;
+    const int seq = w.pos + n, b = seq % C::kdQBuffers;
     for (int cw = 0; cw < 2; ++cw) {
-      tc::mbarrier_wait(sm.dq_full(cw, b), (g / C::kdQBuffers) & 1);
+      tc::mbarrier_wait(sm.dq_full(cw, b), (seq / C::kdQBuffers) & 1);
       const int row_block = C::dq_row_block(w.i(n), cw), chunk = C::dq_chunk(cw);
       const std::size_t block = layout::block_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
       if constexpr (C::kDeterministic) {
@@ -446,9 +446,9 @@ struct Consumer {
   }
 
   // Adds dQ_i's block into the fp32 accumulator (fa3_bwd_layout.h): Atomic, from the registers;
-  // otherwise through buffer g % kdQBuffers in shared memory to the writer warp (g: the CTA's step). Accumulator row
-  // 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
-  __device__ void add_dq(int g, int head, int i, const Params& p) {
+  // otherwise through buffer seq % kdQBuffers in shared memory to the writer warp (seq: the CTA's
+  // step number). Accumulator row 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
+  __device__ void add_dq(int seq, int head, int i, const Params& p) {
     if constexpr (!C::kBulk) {
       float* g = p.dQ_acc + layout::block_index(head, p.blocks, C::dq_row_block(i, cw), C::d, C::dq_chunk(cw));
 #pragma unroll
@@ -459,8 +459,8 @@ struct Consumer {
           for (int e = 0; e < 2; ++e)
             atomicAdd(g + layout::chunk_offset(key_row(h), 8 * jj + 2 * (t % 4) + e), dq[4 * jj + 2 * h + e]);
     } else {
-      const int b = g % C::kdQBuffers;
-      tc::mbarrier_wait(sm.dq_empty(cw, b), ((g / C::kdQBuffers) & 1) ^ 1);  // the writer has read it
+      const int b = seq % C::kdQBuffers;
+      tc::mbarrier_wait(sm.dq_empty(cw, b), ((seq / C::kdQBuffers) & 1) ^ 1);  // the writer has read it
       float* block = sm.template at<float>(sm.dQ(cw, b));
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj)
@@ -473,16 +473,16 @@ struct Consumer {
     }
   }
 
-  // S^T of the CTA's step g, once its stage is loaded.
-  __device__ void issue_s(int g) {
-    const int st = g % C::kStages;
-    tc::mbarrier_wait(sm.full(st), (g / C::kStages) & 1);
+  // S^T of the CTA's step number seq, once its stage is loaded.
+  __device__ void issue_s(int seq) {
+    const int st = seq % C::kStages;
+    tc::mbarrier_wait(sm.full(st), (seq / C::kStages) & 1);
     issue_ss(s, sm.K(), sm.Q(st));
   }
 
-  // Step n of walk w: the CTA's step g = w.pos + n (its stage, its buffers).
+  // Step n of walk w: the CTA's step number seq = w.pos + n (its stage, its buffers).
   __device__ void step(int n, const Walk<C, V>& w, const Params& p) {
-    const int g = w.pos + n, st = g % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
+    const int seq = w.pos + n, st = seq % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
     const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
     issue_ss(dp, sm.V(), sm.dO(st));  // S^T is done (the step before waited for it)
     if constexpr (!V::kScoreMod) {
@@ -510,13 +510,13 @@ struct Consumer {
         probabilities_and_gradients<false>(st, head, w.j0, i0, p);
       issue_rs(dv, pf, sm.dO(st));
     }
-    // dS^T buffer g % 2 was last read by step g - 2's dQ, which both warpgroups waited for
-    // before they met at step g - 1's barrier below: no barrier is needed before writing it.
-    store_ds(g % C::kdSBuffers);
+    // dS^T buffer seq % 2 was last read by step seq - 2's dQ, which both warpgroups waited for
+    // before they met at step seq - 1's barrier below: no barrier is needed before writing it.
+    store_ds(seq % C::kdSBuffers);
     tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
     issue_rs(dk, dsf, sm.Q(st));
     tc::named_bar_sync(kDsReady, 256);  // all of dS^T is written
-    issue_dq(g % C::kdSBuffers);
+    issue_dq(seq % C::kdSBuffers);
     tc::wgmma_wait_group<1>();  // dV and dK are done; dQ may still run
     tc::fence_operand(dk);
     tc::fence_operand(dv);
@@ -528,7 +528,7 @@ struct Consumer {
     issue_s(w.pos + min(n + 1, w.steps - 1));
     tc::wgmma_wait_group<1>();  // dQ is done; S^T may still run
     tc::fence_operand(dq);
-    add_dq(g, head, w.i(n), p);
+    add_dq(seq, head, w.i(n), p);
     tc::wgmma_wait_group<0>();
     tc::fence_operand(s);
     // Q_i, dO_i, L_i, D_i are no longer read. Every thread arrives, each after its own loads of
