@@ -99,7 +99,8 @@ struct Params {
   float scale;        // 1/sqrt(d): dK = scale dS^T Q (dQ's is applied by the post-processing)
   const float *L2, *D;
   float* dQ_acc;
-  int* dq_flags;  // Deterministic: how many key tiles have added into each dQ block
+  int* dq_flags;  // Deterministic: how many key tiles have added into each dQ block; a persistent
+                  // variant (bulk step): the first counts the places drawn (for_each_walk)
   bf16 *dK, *dV;
   sched::Sections sections;  // the launch order of the (key tile, KV head) CTAs
 };

@@ -621,7 +621,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
-  if constexpr (!V::kPersistent) {
+  if constexpr (!V::kPersistent) {  // one walk, built once before the roles split
     const Walk<C, V> w(p, var);
     if (wg == 0) {  // copies only (TMA in, dQ out): it gives its registers to the consumers
       tc::setmaxnreg_dec<C::kProducerRegs>();
@@ -635,7 +635,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
     consumer.run(w, p);
     consumer.store(w, p);
-  } else {  // the same roles, each over the CTA's walks
+  } else {  // the same roles, each over the CTA's walks (each role draws or reads the next place)
     if (wg == 0) {
       tc::setmaxnreg_dec<C::kProducerRegs>();
       const int warp = threadIdx.x / 32;
