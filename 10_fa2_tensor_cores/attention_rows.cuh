@@ -129,6 +129,32 @@ struct OnlineSoftmax {
       exponentiate(s, r, fmaxf(m[r], tc::quad_max(mx)), sl2e, exp2);
     }
   }
+  // The same in two phases: every row's new max first, then `between()`, then every row's
+  // exponentials. Chapter 12's FP8 forward waits for its turn at the MUFU there, so that one
+  // warpgroup's maxes overlap the other's exponentials. between(m_new) returns 0, which the
+  // exponentials add to the max: the kernel reads it from memory after its wait, because the
+  // compiler may move arithmetic across a barrier but not ahead of a load it depends on.
+  template <class Tile, int kPairs, int kGroups, class Exp2, class Between>
+  __device__ __forceinline__ void update(const Tile& s, const GroupScale<kPairs, kGroups>& sl2e, Exp2 exp2,
+                                         Between between) {
+    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
+    float m_new[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        float mg = -INFINITY;
+#pragma unroll
+        for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
+        mx = fmaxf(mx, mg * sl2e.v[g]);
+      }
+      m_new[r] = fmaxf(m[r], tc::quad_max(mx));
+    }
+    const float zero = between(m_new);
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) exponentiate(s, r, m_new[r] + zero, sl2e, exp2);
+  }
   // Row r's new max m_new (log2 units) known: P~ = exp2(S sl2e(j) - m_new) in place, alpha, l.
   template <class Tile, class Scale, class Exp2>
   __device__ __forceinline__ void exponentiate(const Tile& s, int r, float m_new, const Scale& sl2e, Exp2 exp2) {

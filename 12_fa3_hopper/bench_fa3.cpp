@@ -10,6 +10,7 @@
 //   tune:fp8_keys<B_c>[_poly<e>]/<keys>  the FP8 forward with B_c = 128, 192 or 224 keys per
 //                              step and e eighths of the exponentials on the FMA pipes
 //   tune:fp8_poly<e>/<keys>    128 keys, e = 2 or 4 eighths on the FMA pipes
+//   tune:fp8_keys192_noturns/<keys>  192 keys without the turns at the exponentials
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
@@ -167,9 +168,13 @@ const bool registered = [] {
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
       // Each FP8 idea on its own: wider key tiles, and part of the exponentials on the FMA pipes
       // (soft_exp2.h).
-      const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
-          {"keys128", {0, 128}}, {"poly2", {2, 128}},   {"poly4", {4, 128}},
-          {"keys192", {0, 192}}, {"keys224", {0, 224}}, {"keys224_poly2", {2, 224}}};
+      const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {{"keys128", {0, 128}},
+                                                                      {"poly2", {2, 128}},
+                                                                      {"poly4", {4, 128}},
+                                                                      {"keys192", {0, 192}},
+                                                                      {"keys224", {0, 224}},
+                                                                      {"keys224_poly2", {2, 224}},
+                                                                      {"keys192_noturns", {0, 192, false}}};
       for (const auto& [name, opt] : tunes)
         ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
                               [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });

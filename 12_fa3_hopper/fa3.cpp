@@ -93,7 +93,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
   // (a key tile that is not compiled is refused by check_common, which names the compiled ones)
-  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile};
+  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile, opt.exp_turns};
   detail::check_common(s, true, kBestStep, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},

@@ -86,11 +86,14 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
 // At FP8 rates the exponentials of a score tile take the MUFU as long as the tile's GEMMs take
 // the tensor cores. poly_eighths: of every 8 pairs of a row's scores (8 keys each), how many take
 // their exponential from soft_exp2.h's cubic on the FMA pipes instead. key_tile: B_c, the keys
-// per step, 128, 192 or 224; 0 = the tile policy's (fa3_config.h, kFp8KeyTile). Compiled
-// (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0), (224, 0), (224, 2).
+// per step, 128, 192 or 224; 0 = the tile policy's (fa3_config.h, kFp8KeyTile). exp_turns: the
+// two consumer warpgroups take turns at the exponentials (fa3_forward.cuh). Compiled
+// (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0), (224, 0), (224, 2), with
+// exp_turns; (192, 0) also without.
 struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
+  bool exp_turns = true;
 };
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
                  cudaStream_t stream = nullptr);

@@ -19,7 +19,8 @@ namespace fa3::detail {
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
-template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0>
+template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
+          bool kWithoutExpTurns = false>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -46,6 +47,9 @@ struct Cfg {
   static constexpr bool kPingPong = kStep == Step::PingPong || kStep == Step::IntraWg || kStep == Step::Persistent;
   static constexpr bool kIntraWg = kStep == Step::IntraWg || kStep == Step::Persistent;
   static constexpr bool kPersistent = kStep == Step::Persistent;
+  // FP8: the consumers also take turns at the exponentials (the MUFU that both share), when
+  // their GEMMs overlap (intra-warpgroup and persistent steps).
+  static constexpr bool kExpTurns = kFp8 && kIntraWg && !kWithoutExpTurns;
   static constexpr int kThreads = kProducer ? 384 : 256;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
@@ -58,7 +62,7 @@ struct Cfg {
 
   // Shared memory: Q_i, kStages x (K_j, V_j), O's own buffer where it needs one, mbarriers.
   static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = kFp8 ? kVtBoxes * d * 128 : B_c * d * E;
-  static constexpr std::size_t kBarrierBytes = 8 * (2 + 4 * kStages);
+  static constexpr std::size_t kBarrierBytes = 8 * (2 + 4 * kStages + (kExpTurns ? 1 + 256 : 0));
   // O leaves through shared memory as bf16 (fa3_rows.cuh, store_o): in Q_i's buffer, free once
   // a warpgroup's last S is done (each warpgroup reads and writes only its own rows of it);
   // FP8's Q_i is half as large, and a persistent CTA's Q_i buffer already holds the next
@@ -86,6 +90,7 @@ struct Cfg {
 
   static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
   static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
+  static_assert(!kWithoutExpTurns || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kFp8 || d == 128, "FP8: d = 128");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
@@ -101,21 +106,30 @@ inline constexpr int kFp8KeyTile = 192;
 
 // What a run chooses beside (d, bf16 or FP8, step); 0 is the default everywhere. kv_stages:
 // the K/V ring's depth; poly_eighths: FP8's exponentials on the FMA pipes (SplitExp2); key_tile:
-// FP8's B_c (kFp8KeyTile for 0).
+// FP8's B_c (kFp8KeyTile for 0); exp_turns: FP8's turns at the exponentials (Cfg::kExpTurns).
 struct Tuning {
   int kv_stages = 0, poly_eighths = 0, key_tile = 0;
+  bool exp_turns = true;
 };
 
 // The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
 // f(Cfg<...>{}). The variants compiled: every step for bf16 at d = 64 and 128 and for FP8 at
 // d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1); FP8 at
 // d = 128, IntraWg with key tiles of 192 or 224 keys, and with 2 or 4 eighths of the
-// exponentials on the FMA pipes (2 also with 224 keys).
+// exponentials on the FMA pipes (2 also with 224 keys); FP8's 192 keys also without the turns
+// at the exponentials.
 // Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
 // unsupported shapes before).
 template <class F>
 decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   const int keys = t.key_tile == 0 ? 128 : t.key_tile;
+  if (fp8 && !t.exp_turns) {
+    if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && keys == 192 && t.poly_eighths == 0)
+      return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, true>{});
+    throw std::invalid_argument("fa3: FP8 with exp_turns=false at key_tile=" + std::to_string(keys) +
+                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
+                                " is not compiled: only d=128, Step::IntraWg, key_tile=192, poly_eighths=0");
+  }
   if (keys != 128 || t.poly_eighths != 0) {
     if (fp8 && d == 128 && step == Step::IntraWg && t.kv_stages == 0) {
       constexpr Step S = Step::IntraWg;

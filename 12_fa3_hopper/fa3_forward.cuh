@@ -81,6 +81,10 @@ struct Smem {
   __device__ std::uint32_t v_full(int s) const { return bar(2 + C::kStages + s); }
   __device__ std::uint32_t k_empty(int s) const { return bar(2 + 2 * C::kStages + s); }
   __device__ std::uint32_t v_empty(int s) const { return bar(2 + 3 * C::kStages + s); }
+  // FP8's turn at the exponentials (Consumer::exp_turn_begin): a word that holds 0, and 8 bytes
+  // per consumer thread c (0 .. 255) that take its maxes and row sums.
+  __device__ std::uint32_t exp_zero() const { return bar(2 + 4 * C::kStages); }
+  __device__ std::uint32_t exp_sink(int c) const { return bar(3 + 4 * C::kStages + c); }
 
   __device__ void init_barriers() const {  // one thread, before anyone uses them
     tc::mbarrier_init(q_full(), 1);
@@ -91,6 +95,7 @@ struct Smem {
       tc::mbarrier_init(k_empty(s), 8);
       tc::mbarrier_init(v_empty(s), 8);
     }
+    if constexpr (C::kExpTurns) asm volatile("st.shared.f32 [%0], 0f00000000;" ::"r"(exp_zero()) : "memory");
     tc::fence_mbarrier_init();
   }
 };
@@ -286,6 +291,7 @@ struct Consumer {
   enum : int {
     kTurnBarrier = 1,   // named barriers 1, 2: "consumer 0's / 1's turn" (0 is __syncthreads)
     kStoreBarrier = 3,  // 3, 4: consumer 0's / 1's epilogue
+    kExpBarrier = 5,    // 5, 6: consumer 0's / 1's turn at the exponentials (C::kExpTurns)
   };
   const Smem<C>& sm;
   const V& var;
@@ -313,6 +319,31 @@ struct Consumer {
   __device__ void last_turn() const {
     if constexpr (C::kPingPong)
       if (cw == 0) tc::named_bar_sync(kTurnBarrier, 256);
+    if constexpr (C::kExpTurns)
+      if (cw == 0) tc::named_bar_sync(kExpBarrier, 256);
+  }
+  // FP8's second turn: the exponentials of a tile (the MUFU, which both consumers share and
+  // which takes as long as their GEMMs) run one warpgroup at a time, so that the two softmaxes
+  // take turns instead of overlapping, each beside the other's maxes, GEMM issue and waits.
+  // Barriers order memory accesses, not arithmetic: the maxes are stored before the wait and
+  // the turn begins with a load of 0 that the exponentials' inputs depend on; it ends with a
+  // store of the row sums they all feed.
+  __device__ float exp_turn_begin(const float (&m_new)[2]) const {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sm.exp_sink(128 * cw + t)), "f"(m_new[0]), "f"(m_new[1])
+                 : "memory");
+    tc::named_bar_sync(kExpBarrier + cw, 256);
+    float zero;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(zero) : "r"(sm.exp_zero()) : "memory");
+    return zero;
+  }
+  __device__ void exp_turn_end() const {
+    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sm.exp_sink(128 * cw + t)), "f"(rows.l[0]), "f"(rows.l[1])
+                 : "memory");
+    tc::named_bar_arrive(kExpBarrier + (cw ^ 1), 256);
+  }
+  __device__ void first_exp_turn() const {
+    if constexpr (C::kExpTurns)
+      if (cw == 1) tc::named_bar_arrive(kExpBarrier, 256);
   }
 
   // The GEMMs, issued (not waited for). Descriptors: this warpgroup's 64 rows of Q_i; K_j and
@@ -389,7 +420,13 @@ struct Consumer {
   __device__ void softmax_tile(const Tile& tile, int j, const Scale& sl2e, const Params& p) {
     const int q = tile.i0 + cw * C::kRowsPerWarpgroup + 16 * (t / 32) + t % 32 / 4, k0 = j * C::B_c + 2 * (t % 4);
     var.template score_tile<kMasked>(s, q, k0, tile.head, p);
-    rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e, SplitExp2<C::kPolyEighths>{});
+    if constexpr (C::kExpTurns) {
+      rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e, SplitExp2<C::kPolyEighths>{},
+                  [this](const float(&m_new)[2]) { return exp_turn_begin(m_new); });
+      exp_turn_end();
+    } else {
+      rows.update(attn::WgmmaTile<C::B_c>{s}, sl2e, SplitExp2<C::kPolyEighths>{});
+    }
   }
   template <class Scale>
   __device__ void softmax(const Tile& tile, int it, const Scale& sl2e, const Params& p) {
@@ -513,6 +550,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   Consumer<C, V> consumer{sm, var, C::kProducer ? wg - 1 : wg, static_cast<int>(threadIdx.x % 128)};
   consumer.first_turn();
+  consumer.first_exp_turn();
   for (int t = Sched::first(), n = 0; !Sched::done(t, p); t += Sched::stride(), ++n) {
     const Tile<V> tile = Sched::template tile<C>(t, p, var);
     consumer.consume_tile(pipe, tile, n, p);

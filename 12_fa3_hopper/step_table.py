@@ -50,6 +50,7 @@ FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside t
     ("tune:fp8_keys192", "wider key tiles: `B_c` = 192 (3 K/V stages)"),
     ("tune:fp8_keys224", "`B_c` = 224 (2 K/V stages: 3 do not fit)"),
     ("tune:fp8_keys224_poly2", "224 keys and 2 eighths on the FMA pipes"),
+    ("tune:fp8_keys192_noturns", "192 keys without the turns at the exponentials (every row above has them)"),
     ("fp8", "the tile policy's choice (`kFp8KeyTile`)"),
     ("anchor:cudnn/fp8", "cuDNN's FP8 attention, same inputs quantised per tensor (reference)"),
 ]

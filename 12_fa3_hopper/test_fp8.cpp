@@ -516,15 +516,16 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
 // exp2_poly, within the same bounds. K's blocks of 128 keys are scaled by 1, 1/2 and 1/3 in turn
 // so that their descales differ up to threefold: a key tile of 192 or 224 keys spans two or three of them
 // (fa3_config.h, kScaleKeys), and a descale taken from the wrong block moves the scores by as
-// much. N_kv = 4093 runs past Vt8's padding (224-key tiles read the rest of a box past it).
-// (key_tile, poly_eighths, N, N_kv, causal)
-using TunedCase = std::tuple<int, int, int, int, bool>;
+// much. N_kv = 4093 runs past Vt8's padding (224-key tiles read the rest of a box past it). The
+// turns at the exponentials change when a warpgroup computes, not what: the same model holds.
+// (key_tile, poly_eighths, exp_turns, N, N_kv, causal)
+using TunedCase = std::tuple<int, int, bool, int, int, bool>;
 class GpuFp8TunedForward : public ::testing::TestWithParam<TunedCase> {};
 
 TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   LADDER_REQUIRE_GPU();
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-  const auto [keys, poly, N, N_kv, causal] = GetParam();
+  const auto [keys, poly, turns, N, N_kv, causal] = GetParam();
   if (ladder::small_mode() && std::max(N, N_kv) > 1000) GTEST_SKIP() << "small mode: N, N_kv <= 1000";
   LADDER_TEST_SEED(seed);
   const AttentionShape s = attention_shape(N_kv > 1000 ? 1 : 2, 4, 2, N, N_kv, 128, causal);
@@ -538,7 +539,7 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   const fa3::Fp8Buffers in = fa3::quantize_fp8(s, Q.data(), K.data(), V.data(), fa3::Fp8Scaling::PerBlock);
   O.poison();
   L.poison();
-  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly, keys});
+  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly, keys, turns});
   const auto rows = fa3::sample_rows(s.N, std::min(N, 256));
   const auto O_gpu = fa3::gather_rows(s, ladder::from_bf16(O.download()), rows);
   const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), fa3::Fp8Options{});
@@ -547,29 +548,35 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   same.B_c = keys;
   const auto model = fa3::fp8_forward_model(t, rows, same);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
-  const std::string what = s.str() + ", key_tile " + std::to_string(keys) + ", poly_eighths " + std::to_string(poly);
+  const std::string what = s.str() + ", key_tile " + std::to_string(keys) + ", poly_eighths " + std::to_string(poly) +
+                           (turns ? "" : ", without exp turns");
   EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::kFp8VsModel)) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
 }
 
 std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
-  const auto [keys, poly, N, N_kv, causal] = info.param;
-  return "keys" + std::to_string(keys) + "_poly" + std::to_string(poly) + "_N" + std::to_string(N) + "_Nkv" +
-         std::to_string(N_kv) + (causal ? "_causal" : "");
+  const auto [keys, poly, turns, N, N_kv, causal] = info.param;
+  return "keys" + std::to_string(keys) + "_poly" + std::to_string(poly) + (turns ? "" : "_noturns") + "_N" +
+         std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(128), ::testing::Values(2, 4),
+                         ::testing::Combine(::testing::Values(128), ::testing::Values(2, 4), ::testing::Values(true),
                                             ::testing::Values(17, 1000), ::testing::Values(1000), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(KeyTiles, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(192, 224), ::testing::Values(0),
+                         ::testing::Combine(::testing::Values(192, 224), ::testing::Values(0), ::testing::Values(true),
                                             ::testing::Values(17, 1000), ::testing::Values(17, 1000, 4093),
                                             ::testing::Bool()),
                          tuned_name);
+INSTANTIATE_TEST_SUITE_P(WithoutExpTurns, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(192), ::testing::Values(0), ::testing::Values(false),
+                                            ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
+                                            ::testing::Bool()),
+                         tuned_name);
 INSTANTIATE_TEST_SUITE_P(WideAndSoft, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(224), ::testing::Values(2), ::testing::Values(1000),
-                                            ::testing::Values(1000), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(224), ::testing::Values(2), ::testing::Values(true),
+                                            ::testing::Values(1000), ::testing::Values(1000), ::testing::Bool()),
                          tuned_name);
 
 TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
@@ -581,7 +588,8 @@ TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("0, 2 or 4"), std::string::npos) << e.what();
   }
-  for (const fa3::Fp8ForwardOptions opt : {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}}) {
+  for (const fa3::Fp8ForwardOptions opt :
+       {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}, fa3::Fp8ForwardOptions{0, 128, false}}) {
     try {
       fa3::forward_fp8(s, none, nullptr, nullptr, opt);
       FAIL() << "key_tile " << opt.key_tile << " with poly_eighths " << opt.poly_eighths << " was accepted";

@@ -21,6 +21,7 @@ import json
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -144,7 +145,8 @@ README_TABLES = {
         ROOT / "11_flash_decoding" / "results_tables.py", run / "bench" / "11_flash_decoding.json",
         run / "anchors2.json", *ncu_inputs(run, "ncu_decode.csv", "11_flash_decoding/ncu_decode.csv")],
     "12_fa3_hopper": lambda run: [
-        ROOT / "12_fa3_hopper" / "step_table.py", run / "bench" / "12_fa3_hopper.json", run / "anchors2.json",
+        ROOT / "12_fa3_hopper" / "step_table.py", run / "bench" / "12_fa3_hopper.json",
+        chapter_anchors_path(run, "anchors2.json", "12_fa3_hopper"),
         *ncu_inputs(run, "12/ncu_*.log", "logs/handoff_ad3dfa1/12/ncu_*.log")],
 }
 
@@ -175,8 +177,29 @@ def parse(path):
         params = dict(p.split("=", 1) for p in rest if "=" in p)
         error = b.get("error_message") if (b.get("error_occurred") or b.get("skipped")) else None
         rows.append(dict(variant=variant, params=params, ms=b.get("ms"), metric={k: b.get(k) for k in ("GB/s", "TFLOP/s", "tok/s")},
-                         error=error))
-    return data.get("context", {}), rows
+                         error=error, repetitions=b.get("repetitions", 1)))
+    return data.get("context", {}), median_of_repetitions(rows)
+
+
+def median_of_repetitions(rows):
+    """With --benchmark_repetitions, one row per benchmark: each figure the median of its repetitions."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["variant"], key_of(r["params"])), []).append(r)
+
+    def median(values):
+        values = [v for v in values if v is not None]
+        return statistics.median(values) if values else None
+
+    out = []
+    for group in groups.values():
+        row = dict(group[0])
+        if len(group) > 1:
+            row["ms"] = median(g["ms"] for g in group)
+            row["metric"] = {k: median(g["metric"][k] for g in group) for k in row["metric"]}
+            row["error"] = next((g["error"] for g in group if g["error"]), None)
+        out.append(row)
+    return out
 
 
 def value(row, metric):
@@ -197,8 +220,10 @@ def table(rows, cfg, context=None):
     variants = list(dict.fromkeys(r["variant"] for r in rows))
     shapes = list(dict.fromkeys(key_of(r["params"]) for r in rows))
     cell = {(key_of(r["params"]), r["variant"]): r for r in rows}
-    how = ("the median of one `ladder::time_gpu` call per row (common/timing.h)" if (context or {}).get("timing")
-           else "median of the timed iterations")
+    reps = max((r.get("repetitions", 1) for r in rows), default=1)
+    how = ((f"the median of {reps} `ladder::time_gpu` calls per row (common/timing.h), each the median of its repeats"
+            if reps > 1 else "the median of one `ladder::time_gpu` call per row (common/timing.h)")
+           if (context or {}).get("timing") else "median of the timed iterations")
     others = "".join(f"; `{v}`: of `{b}`" for v, b in own.items() if b)
     out = [f"{metric}, {how}" + (f"; (x) = fraction of `{base}` in the same run{others}" if base else ""),
            "", "| shape | " + " | ".join(f"`{v}`" for v in variants) + " |", "|---" * (len(variants) + 1) + "|"]
@@ -382,10 +407,14 @@ def load_anchors(path):
     return [a for a in data if isinstance(a, dict)] if isinstance(data, list) else []
 
 
-def chapter_anchors(run, name, chapter):
+def chapter_anchors_path(run, name, chapter):
     """A chapter re-measured in another session brings its own anchors: <name>_<chapter>.json."""
     own = run / name.replace(".json", f"_{chapter}.json")
-    return load_anchors(own if own.exists() else run / name)
+    return own if own.exists() else run / name
+
+
+def chapter_anchors(run, name, chapter):
+    return load_anchors(chapter_anchors_path(run, name, chapter))
 
 
 def anchors_section(run, out):
