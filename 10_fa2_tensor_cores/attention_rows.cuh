@@ -115,19 +115,8 @@ struct OnlineSoftmax {
   // scales are positive, so max(x) c = max(x c)).
   template <class Tile, int kPairs, int kGroups, class Exp2 = HardwareExp2>
   __device__ __forceinline__ void update(const Tile& s, const GroupScale<kPairs, kGroups>& sl2e, Exp2 exp2 = {}) {
-    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g) {
-        float mg = -INFINITY;
-#pragma unroll
-        for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
-        mx = fmaxf(mx, mg * sl2e.v[g]);
-      }
-      exponentiate(s, r, fmaxf(m[r], tc::quad_max(mx)), sl2e, exp2);
-    }
+    for (int r = 0; r < kRows; ++r) exponentiate(s, r, new_max(s, r, sl2e), sl2e, exp2);
   }
   // The same in two phases: every row's new max first, then `between()`, then every row's
   // exponentials. Chapter 12's FP8 forward waits for its turn at the MUFU there, so that one
@@ -137,23 +126,26 @@ struct OnlineSoftmax {
   template <class Tile, int kPairs, int kGroups, class Exp2, class Between>
   __device__ __forceinline__ void update(const Tile& s, const GroupScale<kPairs, kGroups>& sl2e, Exp2 exp2,
                                          Between between) {
-    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
     float m_new[kRows];
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-      float mx = -INFINITY;
-#pragma unroll
-      for (int g = 0; g < kGroups; ++g) {
-        float mg = -INFINITY;
-#pragma unroll
-        for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
-        mx = fmaxf(mx, mg * sl2e.v[g]);
-      }
-      m_new[r] = fmaxf(m[r], tc::quad_max(mx));
-    }
+    for (int r = 0; r < kRows; ++r) m_new[r] = new_max(s, r, sl2e);
     const float zero = between(m_new);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) exponentiate(s, r, m_new[r] + zero, sl2e, exp2);
+  }
+  // Row r's max after this tile, log2 units, with a scale per group of pairs.
+  template <class Tile, int kPairs, int kGroups>
+  __device__ __forceinline__ float new_max(const Tile& s, int r, const GroupScale<kPairs, kGroups>& sl2e) const {
+    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
+    float mx = -INFINITY;
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      float mg = -INFINITY;
+#pragma unroll
+      for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
+      mx = fmaxf(mx, mg * sl2e.v[g]);
+    }
+    return fmaxf(m[r], tc::quad_max(mx));
   }
   // Row r's new max m_new (log2 units) known: P~ = exp2(S sl2e(j) - m_new) in place, alpha, l.
   template <class Tile, class Scale, class Exp2>

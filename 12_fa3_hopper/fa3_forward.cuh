@@ -27,7 +27,8 @@
 //                   PingPong adds the turn passed between the consumers by named barriers, so
 //                   one's softmax runs while the other's GEMMs do; IntraWg issues
 //                   S_{j+1} = Q_i K_{j+1}^T together with P_j V_j, whose softmax then runs
-//                   while the tensor cores work on both
+//                   while the tensor cores work on both; FP8 (Cfg::kExpTurns) also passes a
+//                   turn at the exponentials, the MUFU both consumers share
 //   the scheduler   which row tiles a CTA computes (Persistent: one CTA per SM walks them in
 //                   steps of the grid; the next tile's loads overlap this tile's end and its
 //                   store of O. Causal keeps one CTA per tile, heaviest first: a static walk
