@@ -96,7 +96,7 @@ struct Smem {
       tc::mbarrier_init(k_empty(s), 8);
       tc::mbarrier_init(v_empty(s), 8);
     }
-    if constexpr (C::kExpTurns) asm volatile("st.shared.f32 [%0], 0f00000000;" ::"r"(exp_zero()) : "memory");
+    if constexpr (C::kExpTurns) tc::st_shared_b32(exp_zero(), 0);  // 0.0f
     tc::fence_mbarrier_init();
   }
 };
@@ -330,16 +330,12 @@ struct Consumer {
   // the turn begins with a load of 0 that the exponentials' inputs depend on; it ends with a
   // store of the row sums they all feed.
   __device__ float exp_turn_begin(const float (&m_new)[2]) const {
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sm.exp_sink(128 * cw + t)), "f"(m_new[0]), "f"(m_new[1])
-                 : "memory");
+    tc::st_shared_v2_f32(sm.exp_sink(128 * cw + t), m_new[0], m_new[1]);
     tc::named_bar_sync(kExpBarrier + cw, 256);
-    float zero;
-    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(zero) : "r"(sm.exp_zero()) : "memory");
-    return zero;
+    return tc::ld_shared_f32(sm.exp_zero());
   }
   __device__ void exp_turn_end() const {
-    asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(sm.exp_sink(128 * cw + t)), "f"(rows.l[0]), "f"(rows.l[1])
-                 : "memory");
+    tc::st_shared_v2_f32(sm.exp_sink(128 * cw + t), rows.l[0], rows.l[1]);
     tc::named_bar_arrive(kExpBarrier + (cw ^ 1), 256);
   }
   __device__ void first_exp_turn() const {
