@@ -151,6 +151,16 @@ __device__ __forceinline__ void cp_async_bulk_tensor_3d_global_to_shared(std::ui
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+// The reverse, shared -> global: the box at (c0, c1, c2) written from `src`, in the layout and
+// swizzle a load of that box would have left there; rows past the tensor's end are not written
+// (chapter 12's persistent epilogue). Tracked by bulk groups, as the reduce-add below.
+__device__ __forceinline__ void cp_async_bulk_tensor_3d_shared_to_global(const CUtensorMap* map, int c0, int c1, int c2,
+                                                                         std::uint32_t src) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
 // ---- bulk copy without a tensor map (chapter 14) ---------------------------------------------
 // cp.async.bulk global -> shared: `bytes` contiguous bytes (a multiple of 16, both addresses
 // 16-byte aligned), reported to the mbarrier like a tensor copy: chapter 14's rows of L and D,

@@ -296,6 +296,7 @@ struct Consumer {
   };
   const Smem<C>& sm;
   const V& var;
+  const CUtensorMap* tmO;               // the kernel's O map (persistent: the epilogue's TMA store)
   int cw;                               // consumer warpgroup 0 or 1: rows 64 cw .. of the row tile
   int t;                                // thread in the warpgroup
   float o[C::d / 2];                    // O_i, unnormalised, in the accumulator layout (columns of d)
@@ -492,6 +493,7 @@ struct Consumer {
         to_p<C>(s, p_frag);
       }
       pipe.wait_v(T_c - 1);
+      wait_o_read();
       turn_begin();
       rescale_o();
       issue_pv(pipe.stage(T_c - 1));
@@ -502,14 +504,37 @@ struct Consumer {
     if (t % 32 == 0 && T_c == 0) tc::mbarrier_arrive(sm.q_empty());  // (no S at all)
   }
 
-  // The epilogue (fa3_rows.cuh). Persistent: the next row tile writes this O buffer again;
-  // that is safe only because every consumer thread passes turn_begin's bar.sync (256
-  // threads) in between, after its ld.shared of this tile. A persistent variant without
-  // ping-pong would need a barrier here.
+  // The epilogue (fa3_rows.cuh). Persistent, the warpgroup stages its rows of O in shared memory
+  // and its thread 0 copies them out by TMA, one store per column box, which nobody waits for:
+  // the warpgroup goes on to the next row tile at once. That tile writes the O buffer again,
+  // so the store's read of it must be over first: thread 0 waits for it (wait_o_read) before
+  // the last turn of the next row tile, and every thread of the warpgroup passes that turn's
+  // bar.sync (256 threads) before it writes. A row tile with no key tiles (a variant's mask
+  // may leave some) has no turn: its warpgroup meets at a barrier of its own instead.
+  __device__ void wait_o_read() const {
+    if constexpr (C::kPersistent)
+      if (t == 0) tc::cp_async_bulk_wait_group_read<0>();
+  }
   __device__ void store(const Tile& tile, const Params& p) {
-    const int wg_row0 = tile.i0 + cw * C::kRowsPerWarpgroup;
-    store_o<C>(rows, o, p, tile.head, wg_row0 + 16 * (t / 32) + t % 32 / 4, sm.O() + cw * C::kRowsPerWarpgroup * 128,
-               wg_row0, t, kStoreBarrier + cw);
+    const int wg_row0 = tile.i0 + cw * C::kRowsPerWarpgroup, row = wg_row0 + 16 * (t / 32) + t % 32 / 4;
+    const std::uint32_t o_smem = sm.O() + cw * C::kRowsPerWarpgroup * 128;
+    if constexpr (C::kPersistent) {
+      if (tile.keys.T_c == 0) wait_o_read(), tc::named_bar_sync(kStoreBarrier + cw, 128);
+      stage_o<C>(rows, o, p, tile.head, row, o_smem, wg_row0, t);
+      tc::fence_proxy_async_shared_cta();  // the copy engine reads what these stores wrote
+      tc::named_bar_sync(kStoreBarrier + cw, 128);
+      if (t == 0) {  // (rows past N_q are not written)
+        for (int b = 0; b < C::d / 64; ++b)
+          tc::cp_async_bulk_tensor_3d_shared_to_global(tmO, 64 * b, wg_row0, tile.head, o_smem + b * C::B_r * 128);
+        tc::cp_async_bulk_commit_group();
+      }
+    } else {
+      store_o<C>(rows, o, p, tile.head, row, o_smem, wg_row0, t, kStoreBarrier + cw);
+    }
+  }
+  __device__ void wait_stores() const {  // before the kernel ends: O written
+    if constexpr (C::kPersistent)
+      if (t == 0) tc::cp_async_bulk_wait_group<0>();
   }
 };
 #endif  // TC_HOPPER_ENABLED
@@ -518,8 +543,8 @@ struct Consumer {
 template <class C, class Sched, class V>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fa3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
-               const __grid_constant__ CUtensorMap tmV, const __grid_constant__ Params p,
-               const __grid_constant__ V var) {
+               const __grid_constant__ CUtensorMap tmV, const __grid_constant__ Params p, const __grid_constant__ V var,
+               const __grid_constant__ CUtensorMap tmO) {
 #if TC_HOPPER_ENABLED
   extern __shared__ unsigned char smem_raw[];
   const Smem<C> sm(smem_raw);
@@ -545,7 +570,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     for (int it = 0; it < C::kStages && it < tile.keys.T_c; ++it) pipe.load_k(tile, it), pipe.load_v(tile, it);
   }
 
-  Consumer<C, V> consumer{sm, var, C::kProducer ? wg - 1 : wg, static_cast<int>(threadIdx.x % 128)};
+  Consumer<C, V> consumer{sm, var, &tmO, C::kProducer ? wg - 1 : wg, static_cast<int>(threadIdx.x % 128)};
   consumer.first_turn();
   consumer.first_exp_turn();
   for (int t = Sched::first(), n = 0; !Sched::done(t, p); t += Sched::stride(), ++n) {
@@ -555,18 +580,19 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     pipe.advance(tile);
   }
   consumer.last_turn();
+  consumer.wait_stores();
 #endif
 }
 
 // ---- host side -----------------------------------------------------------------------------
 template <class C, class Sched, class V>
-void launch_kernel(const CUtensorMap& tmQ, const CUtensorMap& tmK, const CUtensorMap& tmV, const Params& p,
-                   const V& var, cudaStream_t stream) {
+void launch_kernel(const CUtensorMap& tmQ, const CUtensorMap& tmK, const CUtensorMap& tmV, const CUtensorMap& tmO,
+                   const Params& p, const V& var, cudaStream_t stream) {
   auto* kernel = fa3_kernel<C, Sched, V>;
   ladder::allow_dynamic_smem(kernel, C::kSmemBytes, "fa3::forward");
   const dim3 grid = Sched::grid(p);
   ladder::check_grid("fa3::forward", grid.x, grid.y);
-  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmK, tmV, p, var);
+  kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmK, tmV, p, var, tmO);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -592,11 +618,14 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   const CUtensorMap tmV = C::kFp8
                               ? tc::tensor_map(map_key<C>(x.V, fp8_kv_pad(s.nkv()), d, s.kv_heads(), 128, C::d))  // Vt8
                               : tc::tensor_map(map_key<C>(x.V, d, N_kv, s.kv_heads(), C::kBoxCols, C::B_c));
+  tc::TensorMapKey o_key = map_key<C>(p.O, d, N, s.heads(), 64, C::kRowsPerWarpgroup);  // bf16, also for FP8
+  o_key.fp8 = false;
+  const CUtensorMap tmO = tc::tensor_map(o_key);
   if constexpr (C::kPersistent &&
                 V::kPersistent) {  // (an attention variant's causal masks are its own: p.causal is false)
-    if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, p, var, stream);
+    if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, tmO, p, var, stream);
   }
-  launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, p, var, stream);
+  launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, tmO, p, var, stream);
 }
 
 }  // namespace fa3::detail

@@ -76,11 +76,12 @@ __device__ __forceinline__ void to_p(const float (&s)[C::B_c / 2], std::uint32_t
 // bytes] buffer, 16-byte chunk k of row r at k ^ (r % 8): the eight rows of a quad column hit
 // eight different bank groups), meets at named barrier `bar`, and copies rows out whole, 16
 // bytes per lane. Rows past N are not written. row: this thread's global row of h = 0;
-// wg_row0: the warpgroup's first row; t: thread in the warpgroup.
+// wg_row0: the warpgroup's first row; t: thread in the warpgroup. (stage_o: everything up to the
+// barrier; the persistent kernel copies the staged rows out by TMA instead, fa3_forward.cuh.)
 template <class C>
-__device__ __forceinline__ void store_o(attn::OnlineSoftmax<2>& rows, float (&o)[C::d / 2], const Params& p, int head,
-                                        int row, std::uint32_t o_smem, int wg_row0, int t, int bar) {
-  constexpr int d = C::d, kChunks = d / 8;  // 16-byte chunks per row of O
+__device__ __forceinline__ void stage_o(attn::OnlineSoftmax<2>& rows, float (&o)[C::d / 2], const Params& p, int head,
+                                        int row, std::uint32_t o_smem, int wg_row0, int t) {
+  constexpr int d = C::d;
   const int c = t % 4;
   float L[2];
   rows.finish(attn::WgmmaTile<d>{o}, L);
@@ -101,6 +102,12 @@ __device__ __forceinline__ void store_o(attn::OnlineSoftmax<2>& rows, float (&o)
       tc::st_shared_b32(addr, tc::pack_bf16x2(o[4 * j + 2 * h] * s0, o[4 * j + 2 * h + 1] * s1));
     }
   }
+}
+template <class C>
+__device__ __forceinline__ void store_o(attn::OnlineSoftmax<2>& rows, float (&o)[C::d / 2], const Params& p, int head,
+                                        int row, std::uint32_t o_smem, int wg_row0, int t, int bar) {
+  constexpr int d = C::d, kChunks = d / 8;  // 16-byte chunks per row of O
+  stage_o<C>(rows, o, p, head, row, o_smem, wg_row0, t);
   tc::named_bar_sync(bar, 128);
   __nv_bfloat16* O = p.O + (std::int64_t(head) * p.N_q + wg_row0) * d;
   const int n_rows = min(C::kRowsPerWarpgroup, p.N_q - wg_row0);

@@ -465,10 +465,10 @@ INSTANTIATE_TEST_SUITE_P(Long, GpuFp8Quant,
 using ForwardCase = std::tuple<int, bool, int, bool, bool>;
 class GpuFp8Forward : public ::testing::TestWithParam<ForwardCase> {};
 
-// The kernel against fp8_forward_model: kFp8VsModel (N_kv <= 4096) on O (every row up to N = 1000, 256
-// sampled rows above), and L within fp8_l_max_abs at unit logit scale (the same scores; what
-// differs is the tensor cores' summation of the e4m3 products and fp32 against fp64). Also the kFp8VsFp64
-// sanity bound against the fp64 reference on the bf16 inputs.
+// The kernel against fp8_forward_model: kFp8VsModel (64 <= N_kv <= 4096; kFp8VsModelFewKeys below) on O (every row up
+// to N = 1000, 256 sampled rows above), and L within fp8_l_max_abs at unit logit scale (the same scores; what differs
+// is the tensor cores' summation of the e4m3 products and fp32 against fp64). Also the kFp8VsFp64 sanity bound against
+// the fp64 reference on the bf16 inputs.
 TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   LADDER_REQUIRE_GPU();
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
@@ -493,7 +493,7 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   const auto model = fa3::fp8_forward_model(t, rows);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
   const std::string what = s.str() + ", " + fa3::name(opt.scaling) + (hadamard ? ", hadamard" : "");
-  EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::kFp8VsModel)) << "O vs the host model, " << what;
+  EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::fp8_vs_model(s.nkv()))) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
   const auto L_all = L.download();
   double worst = 0.0;
@@ -550,7 +550,7 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
   const std::string what = s.str() + ", key_tile " + std::to_string(keys) + ", poly_eighths " + std::to_string(poly) +
                            (turns ? "" : ", without exp turns");
-  EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::kFp8VsModel)) << "O vs the host model, " << what;
+  EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::fp8_vs_model(s.nkv()))) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
 }
 

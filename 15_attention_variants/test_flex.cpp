@@ -212,6 +212,23 @@ TEST(GpuFlex, WindowsFromOneKeyToWiderThanTheSequence) {
   }
 }
 
+// The forward's persistent CTAs walk several row tiles each when there are more than 132, and a
+// row tile with no key tile stores O = 0 at once. Windows of 20 keys on 300 queries and 100 keys
+// leave the first 200 queries without keys: 3 x 128 row tiles, an empty one, a partly empty one
+// and a full one per head (also under the sanitizers). Then sparse tiles, 9 x 32 row tiles of a
+// few key tiles each: each row tile's S_0 goes with the last one's P V.
+TEST(GpuFlex, PersistentWalksSeveralRowTilesPerCta) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  Variant window = variant(Kind::Window);
+  window.window = 20;
+  expect_correct(window, attention_shape(2, 64, 64, 300, 100, 128, false), seed);
+  if (ladder::small_mode()) return;
+  Variant tiles = variant(Kind::Tiles);
+  tiles.tile_density = 0.3;
+  expect_correct(tiles, attention_shape(1, 32, 32, 1100, 1100, 128, false), seed);
+}
+
 // Large sequences and sparse tiles: the walk skips whole tiles (every row keeps at least one).
 TEST(GpuFlex, SparseTilesAndALongWindow) {
   VARIANTS_REQUIRE_SM90A();
