@@ -35,7 +35,8 @@ inline constexpr int kSupportedD[] = {64, 128};
 //   IntraWg    + within a warpgroup, S_{j+1} = Q K_{j+1}^T is issued before the softmax
 //              of S_j (two S tiles in registers)
 //   Persistent + (dense) one CTA per SM walks the row tiles; the next tile's loads overlap
-//              the current tile's end and its store of O (causal: as IntraWg)
+//              the current tile's end, and O leaves by a TMA store nobody waits for (causal:
+//              as IntraWg)
 enum class Step { Tma, WarpSpec, PingPong, IntraWg, Persistent };
 inline constexpr Step kAllSteps[] = {Step::Tma, Step::WarpSpec, Step::PingPong, Step::IntraWg, Step::Persistent};
 inline constexpr Step kBestStep = Step::IntraWg;

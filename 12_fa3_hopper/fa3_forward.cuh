@@ -30,9 +30,9 @@
 //                   while the tensor cores work on both; FP8 (Cfg::kExpTurns) also passes a
 //                   turn at the exponentials, the MUFU both consumers share
 //   the scheduler   which row tiles a CTA computes (Persistent: one CTA per SM walks them in
-//                   steps of the grid; the next tile's loads overlap this tile's end and its
-//                   store of O. Causal keeps one CTA per tile, heaviest first: a static walk
-//                   would hand some CTAs more work than others)
+//                   steps of the grid; the next tile's loads overlap this tile's end, and O
+//                   leaves by a TMA store that nobody waits for. Causal keeps one CTA per tile,
+//                   heaviest first: a static walk would hand some CTAs more work than others)
 // Key tiles run from the last to the first, as in chapter 10: with causal masking the
 // diagonal tiles (the only ones that pay for the mask) come first.
 //

@@ -32,7 +32,7 @@ STEPS = [  # (bench variant, what the step adds)
     ("step:warpspec", "a producer warpgroup for the copies, `setmaxnreg` 24 / 240"),
     ("step:pingpong", "named barriers: one warpgroup's softmax under the other's GEMMs"),
     ("step:intrawg", "`S_{j+1}` issued before the softmax of `S_j` (two S tiles live)"),
-    ("step:persistent", "one CTA per SM walks row tiles; the next tile's `Q_i`, `K_0` load early (dense only)"),
+    ("step:persistent", "one CTA per SM walks row tiles; the next tile's `Q_i`, `K_0` load early; `O` by TMA store (dense only)"),
     ("tune:intrawg_stages3", "`intrawg` with 3 K/V stages instead of 2 (experiment)"),
 ]
 NCU_NAME = {"step:tma": "tma", "step:warpspec": "warpspec", "step:pingpong": "pingpong",
