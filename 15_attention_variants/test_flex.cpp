@@ -216,7 +216,7 @@ TEST(GpuFlex, WindowsFromOneKeyToWiderThanTheSequence) {
 // row tile with no key tile stores O = 0 at once. Windows of 20 keys on 300 queries and 100 keys
 // leave the first 200 queries without keys: 3 x 128 row tiles, an empty one, a partly empty one
 // and a full one per head (also under the sanitizers). Then sparse tiles, 9 x 32 row tiles of a
-// few key tiles each: each row tile's S_0 goes with the last one's P V.
+// few key tiles each: a CTA's TMA stores of O follow each other a few steps apart.
 TEST(GpuFlex, PersistentWalksSeveralRowTilesPerCta) {
   VARIANTS_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
