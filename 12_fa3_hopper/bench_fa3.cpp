@@ -11,6 +11,9 @@
 //                              step and e eighths of the exponentials on the FMA pipes
 //   tune:fp8_poly<e>/<keys>    128 keys, e = 2 or 4 eighths on the FMA pipes
 //   tune:fp8_keys192_noturns/<keys>  192 keys without the turns at the exponentials
+//   tune:fp8_keys<B_c>_free, _expturns/<keys>  without the turns at the GEMMs (and at the
+//                              exponentials, or with them): the two consumers run free
+//   tune:fp8_keys<B_c>_persistent/<keys>  the persistent step (dense; causal runs intrawg)
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
@@ -168,13 +171,20 @@ const bool registered = [] {
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
       // Each FP8 idea on its own: wider key tiles, and part of the exponentials on the FMA pipes
       // (soft_exp2.h).
-      const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {{"keys128", {0, 128}},
-                                                                      {"poly2", {2, 128}},
-                                                                      {"poly4", {4, 128}},
-                                                                      {"keys192", {0, 192}},
-                                                                      {"keys224", {0, 224}},
-                                                                      {"keys224_poly2", {2, 224}},
-                                                                      {"keys192_noturns", {0, 192, false}}};
+      const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
+          {"keys128", {0, 128}},
+          {"poly2", {2, 128}},
+          {"poly4", {4, 128}},
+          {"keys192", {0, 192}},
+          {"keys224", {0, 224}},
+          {"keys224_poly2", {2, 224}},
+          {"keys192_noturns", {0, 192, false}},
+          {"keys128_free", {0, 128, false, false}},
+          {"keys128_expturns", {0, 128, true, false}},
+          {"keys192_free", {0, 192, false, false}},
+          {"keys192_expturns", {0, 192, true, false}},
+          {"keys128_persistent", {0, 128, true, true, fa3::Step::Persistent}},
+          {"keys192_persistent", {0, 192, true, true, fa3::Step::Persistent}}};
       for (const auto& [name, opt] : tunes)
         ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
                               [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });

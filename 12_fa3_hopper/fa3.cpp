@@ -93,8 +93,9 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
   // (a key tile that is not compiled is refused by check_common, which names the compiled ones)
-  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile, opt.exp_turns};
-  detail::check_common(s, true, kBestStep, t, who);
+  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile, opt.exp_turns,
+                         opt.gemm_turns};
+  detail::check_common(s, true, opt.step, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
                           {"K8", in.K8},
@@ -105,11 +106,11 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                           {"descale_k", in.descale_k, alignof(float)},
                           {"descale_v", in.descale_v, alignof(float)}},
                          16);
-  detail::Params p = detail::params(s, detail::footprint(s.d, true, kBestStep, t).B_r, O, L);
+  detail::Params p = detail::params(s, detail::footprint(s.d, true, opt.step, t).B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);
-  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, kBestStep, t, stream);
+  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, opt.step, t, stream);
 }
 
 }  // namespace fa3

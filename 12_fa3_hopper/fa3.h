@@ -95,6 +95,8 @@ struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
   bool exp_turns = true;
+  bool gemm_turns = true;  // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
+  Step step = kBestStep;   // or Step::Persistent (key_tile 128, 192, with both turns)
 };
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
                  cudaStream_t stream = nullptr);

@@ -20,7 +20,7 @@ namespace fa3::detail {
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
 template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
-          bool kWithoutExpTurns = false>
+          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -50,6 +50,8 @@ struct Cfg {
   // FP8: the consumers also take turns at the exponentials (the MUFU that both share), when
   // their GEMMs overlap (intra-warpgroup and persistent steps).
   static constexpr bool kExpTurns = kFp8 && kIntraWg && !kWithoutExpTurns;
+  // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
+  static constexpr bool kGemmTurns = kPingPong && !kWithoutGemmTurns;
   static constexpr int kThreads = kProducer ? 384 : 256;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
@@ -91,6 +93,7 @@ struct Cfg {
   static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
   static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
   static_assert(!kWithoutExpTurns || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
+  static_assert(!kWithoutGemmTurns || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kFp8 || d == 128, "FP8: d = 128");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
@@ -109,7 +112,7 @@ inline constexpr int kFp8KeyTile = 192;
 // FP8's B_c (kFp8KeyTile for 0); exp_turns: FP8's turns at the exponentials (Cfg::kExpTurns).
 struct Tuning {
   int kv_stages = 0, poly_eighths = 0, key_tile = 0;
-  bool exp_turns = true;
+  bool exp_turns = true, gemm_turns = true;
 };
 
 // The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
@@ -117,12 +120,25 @@ struct Tuning {
 // d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1); FP8 at
 // d = 128, IntraWg with key tiles of 192 or 224 keys, and with 2 or 4 eighths of the
 // exponentials on the FMA pipes (2 also with 224 keys); FP8's 192 keys also without the turns
-// at the exponentials.
+// at the exponentials, and persistent; FP8's 128 and 192 keys without the turns at the GEMMs,
+// with or without those at the exponentials.
 // Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
 // unsupported shapes before).
 template <class F>
 decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   const int keys = t.key_tile == 0 ? 128 : t.key_tile;
+  if (fp8 && !t.gemm_turns) {
+    if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && t.poly_eighths == 0) {
+      constexpr Step S = Step::IntraWg;
+      if (keys == 128 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, false, true>{});
+      if (keys == 128 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, true, true>{});
+      if (keys == 192 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, false, true>{});
+      if (keys == 192 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, true, true>{});
+    }
+    throw std::invalid_argument("fa3: FP8 with gemm_turns=false at key_tile=" + std::to_string(keys) +
+                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
+                                " is not compiled: only d=128, Step::IntraWg, key_tile in {128, 192}, poly_eighths=0");
+  }
   if (fp8 && !t.exp_turns) {
     if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && keys == 192 && t.poly_eighths == 0)
       return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, true>{});
@@ -130,6 +146,8 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
                                 ", poly_eighths=" + std::to_string(t.poly_eighths) +
                                 " is not compiled: only d=128, Step::IntraWg, key_tile=192, poly_eighths=0");
   }
+  if (keys == 192 && t.poly_eighths == 0 && fp8 && d == 128 && step == Step::Persistent && t.kv_stages == 0)
+    return f(Cfg<128, true, Step::Persistent, 0, 0, 192>{});
   if (keys != 128 || t.poly_eighths != 0) {
     if (fp8 && d == 128 && step == Step::IntraWg && t.kv_stages == 0) {
       constexpr Step S = Step::IntraWg;
@@ -142,7 +160,8 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
     throw std::invalid_argument("fa3: key_tile=" + std::to_string(keys) +
                                 ", poly_eighths=" + std::to_string(t.poly_eighths) +
                                 " is not compiled: 128 keys and 0 eighths, or for FP8, d=128, Step::IntraWg "
-                                "(key_tile, poly_eighths) in {(128, 2), (128, 4), (192, 0), (224, 0), (224, 2)}");
+                                "(key_tile, poly_eighths) in {(128, 2), (128, 4), (192, 0), (224, 0), (224, 2)}, "
+                                "Step::Persistent (192, 0)");
   }
   if (t.kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
   if (t.kv_stages != 0)

@@ -309,17 +309,17 @@ struct Consumer {
   // Consumer 1 hands consumer 0 the first turn; consumer 0 takes the turn consumer 1 hands
   // back last.
   __device__ void turn_begin() const {
-    if constexpr (C::kPingPong) tc::named_bar_sync(kTurnBarrier + cw, 256);
+    if constexpr (C::kGemmTurns) tc::named_bar_sync(kTurnBarrier + cw, 256);
   }
   __device__ void turn_end() const {
-    if constexpr (C::kPingPong) tc::named_bar_arrive(kTurnBarrier + (cw ^ 1), 256);
+    if constexpr (C::kGemmTurns) tc::named_bar_arrive(kTurnBarrier + (cw ^ 1), 256);
   }
   __device__ void first_turn() const {
-    if constexpr (C::kPingPong)
+    if constexpr (C::kGemmTurns)
       if (cw == 1) tc::named_bar_arrive(kTurnBarrier, 256);
   }
   __device__ void last_turn() const {
-    if constexpr (C::kPingPong)
+    if constexpr (C::kGemmTurns)
       if (cw == 0) tc::named_bar_sync(kTurnBarrier, 256);
     if constexpr (C::kExpTurns)
       if (cw == 0) tc::named_bar_sync(kExpBarrier, 256);

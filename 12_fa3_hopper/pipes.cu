@@ -1,6 +1,7 @@
 // The pipes microbenchmark (pipes.h): one CTA per SM, two warpgroups, each looping over one kind
 // of work. Compiled for sm_90a only (wgmma). The operands are whatever sits in shared memory (small
 // e4m3 values): the tensor cores and the MUFU take as long whatever the values.
+#include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
 #include <algorithm>
@@ -115,6 +116,29 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
 #pragma unroll
       for (int i = 0; i < kScores; i += 2) sink ^= e4m3x2(x[i], x[i + 1]);
     }
+  } else if constexpr (W == Work::ExpHalf2) {  // (x, y) -> (2^-x, 2^-y) in half precision
+    std::uint32_t x[kScores / 2];
+#pragma unroll
+    for (int i = 0; i < kScores / 2; ++i) x[i] = 0x3C003C00u ^ ((t + i) & 0x3FF);
+    for (int n = 0; n < iters; ++n)
+#pragma unroll
+      for (int i = 0; i < kScores / 2; ++i)
+        asm volatile("ex2.approx.f16x2 %0, %1;\n" : "=r"(x[i]) : "r"(x[i] ^ 0x80008000u));
+#pragma unroll
+    for (int i = 0; i < kScores / 2; ++i) sink ^= x[i];
+  } else if constexpr (W == Work::ToHalf2) {
+    float x[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) x[i] = 1e-3f * (t + i);
+    for (int n = 0; n < iters; ++n) {
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) x[i] += 1.0f;
+#pragma unroll
+      for (int i = 0; i < kScores; i += 2) {
+        const __half2 h = __floats2half2_rn(x[i], x[i + 1]);
+        sink ^= *reinterpret_cast<const unsigned*>(&h);
+      }
+    }
   } else if constexpr (W == Work::Overlap) {
     // The FP8 kernel's step without its barriers: issue S_j and P_{j-1} V_{j-1}; wait for S_j; its
     // row maxima, exponentials and row sums while P V runs; P~_j converted once P V is done.
@@ -200,7 +224,8 @@ const Pair kPairs[] = {
     PIPES_PAIR(TensorSS, Idle),   PIPES_PAIR(TensorRS, Idle), PIPES_PAIR(Exp, Idle),     PIPES_PAIR(Softmax, Idle),
     PIPES_PAIR(Convert, Idle),    PIPES_PAIR(Overlap, Idle),  PIPES_PAIR(TensorSS, Exp), PIPES_PAIR(TensorSS, Softmax),
     PIPES_PAIR(TensorRS, Exp),    PIPES_PAIR(Exp, Convert),   PIPES_PAIR(Exp, Exp),      PIPES_PAIR(TensorSS, TensorSS),
-    PIPES_PAIR(Overlap, Overlap),
+    PIPES_PAIR(Overlap, Overlap), PIPES_PAIR(ExpHalf2, Idle), PIPES_PAIR(ToHalf2, Idle), PIPES_PAIR(Exp, ToHalf2),
+    PIPES_PAIR(ExpHalf2, Exp),
 };
 #undef PIPES_PAIR
 
@@ -219,6 +244,8 @@ const char* name(Work w) {
     case Work::Exp: return "exp";
     case Work::Softmax: return "softmax";
     case Work::Convert: return "convert";
+    case Work::ExpHalf2: return "exp_half2";
+    case Work::ToHalf2: return "to_half2";
     case Work::Overlap: return "overlap";
   }
   return "?";
@@ -232,9 +259,11 @@ double flops_per_iter(Work w) {
     default: return 0;
   }
 }
-int exps_per_iter(Work w) { return w == Work::Exp || w == Work::Softmax ? kScores : w == Work::Overlap ? 96 : 0; }
+int exps_per_iter(Work w) {
+  return w == Work::Exp || w == Work::Softmax || w == Work::ExpHalf2 ? kScores : w == Work::Overlap ? 96 : 0;
+}
 int converts_per_iter(Work w) {
-  return w == Work::Softmax || w == Work::Convert ? kScores / 2 : w == Work::Overlap ? 48 : 0;
+  return w == Work::Softmax || w == Work::Convert || w == Work::ToHalf2 ? kScores / 2 : w == Work::Overlap ? 48 : 0;
 }
 
 std::string unavailable_reason() {

@@ -19,10 +19,12 @@ namespace fa3::pipes {
 //   Softmax   the FP8 softmax's instructions per score: FFMA, ex2, FADD into the row sum, and per
 //             pair one conversion to e4m3x2 (64 scores per thread)
 //   Convert   64 FADD and 32 conversions to e4m3x2 per thread: which pipe converts
+//   ExpHalf2  32 ex2.approx.f16x2 per thread (64 exponentials in half precision, two per instruction)
+//   ToHalf2   64 FADD and 32 conversions of two floats to f16x2 per thread
 //   Overlap   the FP8 kernel's step at B_c = 192 without its barriers: S_j and P_{j-1} V_{j-1}
 //             issued, S_j waited for, its row maxima, exponentials and sums while P V runs, P~_j
 //             converted to e4m3 once P V is done (96 scores per thread)
-enum class Work { Idle, TensorSS, TensorRS, Exp, Softmax, Convert, Overlap };
+enum class Work { Idle, TensorSS, TensorRS, Exp, Softmax, Convert, ExpHalf2, ToHalf2, Overlap };
 const char* name(Work w);
 
 // One launch: warpgroup 0 runs `a` for iters_a iterations, warpgroup 1 runs `b` for iters_b;

@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     const auto& dev = ladder::device();
     std::map<Work, double> alone;
     std::map<Work, int> iters;
-    for (Work w : {Work::TensorSS, Work::TensorRS, Work::Exp, Work::Softmax, Work::Convert, Work::Overlap}) {
+    for (Work w : {Work::TensorSS, Work::TensorRS, Work::Exp, Work::Softmax, Work::Convert, Work::ExpHalf2,
+                   Work::ToHalf2, Work::Overlap}) {
       alone[w] = cycles_per_iter(w);
       iters[w] = std::max(1, static_cast<int>(target / alone[w]));
     }
@@ -57,9 +58,10 @@ int main(int argc, char** argv) {
         "ex2 per cycle per SM | SM clock (MHz) | FP8 TFLOP/s at that clock "
         "|\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     const std::pair<Work, Work> pairs[] = {
-        {Work::TensorSS, Work::Exp}, {Work::TensorSS, Work::Softmax}, {Work::TensorRS, Work::Exp},
-        {Work::Exp, Work::Convert},  {Work::Exp, Work::Exp},          {Work::TensorSS, Work::TensorSS},
-        {Work::Overlap, Work::Idle}, {Work::Overlap, Work::Overlap},
+        {Work::TensorSS, Work::Exp},    {Work::TensorSS, Work::Softmax}, {Work::TensorRS, Work::Exp},
+        {Work::Exp, Work::Convert},     {Work::Exp, Work::Exp},          {Work::TensorSS, Work::TensorSS},
+        {Work::Exp, Work::ToHalf2},     {Work::ExpHalf2, Work::Exp},     {Work::Overlap, Work::Idle},
+        {Work::Overlap, Work::Overlap},
     };
     for (const auto& [a, b] : pairs) {
       fa3::pipes::run(a, iters[a], b, iters[b]);  // warm-up

@@ -517,18 +517,27 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
 // so that their descales differ up to threefold: a key tile of 192 or 224 keys spans two or three of them
 // (fa3_config.h, kScaleKeys), and a descale taken from the wrong block moves the scores by as
 // much. N_kv = 4093 runs past Vt8's padding (224-key tiles read the rest of a box past it). The
-// turns at the exponentials change when a warpgroup computes, not what: the same model holds.
-// (key_tile, poly_eighths, exp_turns, N, N_kv, causal)
-using TunedCase = std::tuple<int, int, bool, int, int, bool>;
+// consumers' turns (at the exponentials, at the GEMMs) and the persistent walk change when and
+// where a warpgroup computes, not what: the same model holds.
+// (options, N, N_kv, causal)
+using TunedCase = std::tuple<fa3::Fp8ForwardOptions, int, int, bool>;
 class GpuFp8TunedForward : public ::testing::TestWithParam<TunedCase> {};
+
+std::string tuning_name(const fa3::Fp8ForwardOptions& o) {
+  return "keys" + std::to_string(o.key_tile) + "_poly" + std::to_string(o.poly_eighths) +
+         (o.gemm_turns ? (o.exp_turns ? "" : "_noturns") : (o.exp_turns ? "_expturns" : "_free")) +
+         (o.step == fa3::Step::Persistent ? "_persistent" : "");
+}
 
 TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   LADDER_REQUIRE_GPU();
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-  const auto [keys, poly, turns, N, N_kv, causal] = GetParam();
+  const auto [opt, N, N_kv, causal] = GetParam();
   if (ladder::small_mode() && std::max(N, N_kv) > 1000) GTEST_SKIP() << "small mode: N, N_kv <= 1000";
   LADDER_TEST_SEED(seed);
-  const AttentionShape s = attention_shape(N_kv > 1000 ? 1 : 2, 4, 2, N, N_kv, 128, causal);
+  // (persistent: 16 query heads, so that at N = 1000 the 256 row tiles outnumber the SMs)
+  const int H = opt.step == fa3::Step::Persistent ? 16 : 4;
+  const AttentionShape s = attention_shape(N_kv > 1000 ? 1 : 2, H, 2, N, N_kv, 128, causal);
   Inputs x = bf16_inputs(s, seed);
   for (std::size_t r = 0; r < x.K.size() / 128; ++r)  // (row r: key r % N_kv of a KV head)
     for (int c = 0; c < 128; ++c) x.K[r * 128 + c] /= float(1 + r % s.nkv() / fa3::kFp8KeysPerKScale % 3);
@@ -539,45 +548,57 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   const fa3::Fp8Buffers in = fa3::quantize_fp8(s, Q.data(), K.data(), V.data(), fa3::Fp8Scaling::PerBlock);
   O.poison();
   L.poison();
-  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fa3::Fp8ForwardOptions{poly, keys, turns});
+  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), opt);
   const auto rows = fa3::sample_rows(s.N, std::min(N, 256));
   const auto O_gpu = fa3::gather_rows(s, ladder::from_bf16(O.download()), rows);
   const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), fa3::Fp8Options{});
   fa3::Fp8ModelOptions same;  // (the online softmax's max moves per key tile: P~'s roundings follow B_c)
-  same.poly_eighths = poly;
-  same.B_c = keys;
+  same.poly_eighths = opt.poly_eighths;
+  same.B_c = opt.key_tile;
   const auto model = fa3::fp8_forward_model(t, rows, same);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
-  const std::string what = s.str() + ", key_tile " + std::to_string(keys) + ", poly_eighths " + std::to_string(poly) +
-                           (turns ? "" : ", without exp turns");
+  const std::string what = s.str() + ", " + tuning_name(opt);
   EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::fp8_vs_model(s.nkv()))) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
 }
 
 std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
-  const auto [keys, poly, turns, N, N_kv, causal] = info.param;
-  return "keys" + std::to_string(keys) + "_poly" + std::to_string(poly) + (turns ? "" : "_noturns") + "_N" +
-         std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
+  const auto [opt, N, N_kv, causal] = info.param;
+  return tuning_name(opt) + "_N" + std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
+// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step}
+using Opt = fa3::Fp8ForwardOptions;
+constexpr fa3::Step kPersistent = fa3::Step::Persistent;
 INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(128), ::testing::Values(2, 4), ::testing::Values(true),
-                                            ::testing::Values(17, 1000), ::testing::Values(1000), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(Opt{2, 128}, Opt{4, 128}), ::testing::Values(17, 1000),
+                                            ::testing::Values(1000), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(KeyTiles, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(192, 224), ::testing::Values(0), ::testing::Values(true),
-                                            ::testing::Values(17, 1000), ::testing::Values(17, 1000, 4093),
-                                            ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(Opt{0, 192}, Opt{0, 224}), ::testing::Values(17, 1000),
+                                            ::testing::Values(17, 1000, 4093), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(WithoutExpTurns, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(192), ::testing::Values(0), ::testing::Values(false),
+                         ::testing::Combine(::testing::Values(Opt{0, 192, false}), ::testing::Values(17, 1000),
+                                            ::testing::Values(1000, 4093), ::testing::Bool()),
+                         tuned_name);
+INSTANTIATE_TEST_SUITE_P(WideAndSoft, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(Opt{2, 224}), ::testing::Values(1000),
+                                            ::testing::Values(1000), ::testing::Bool()),
+                         tuned_name);
+INSTANTIATE_TEST_SUITE_P(FreeConsumers, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, false}, Opt{0, 128, false, false},
+                                                              Opt{0, 192, true, false}, Opt{0, 192, false, false}),
                                             ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
                                             ::testing::Bool()),
                          tuned_name);
-INSTANTIATE_TEST_SUITE_P(WideAndSoft, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(224), ::testing::Values(2), ::testing::Values(true),
-                                            ::testing::Values(1000), ::testing::Values(1000), ::testing::Bool()),
-                         tuned_name);
+// Persistent CTAs walk several row tiles (the body gives them 16 heads: at N = 1000, 256 row
+// tiles). Causal runs the intra-warpgroup kernel, as bf16 does.
+INSTANTIATE_TEST_SUITE_P(
+    Persistent, GpuFp8TunedForward,
+    ::testing::Combine(::testing::Values(Opt{0, 128, true, true, kPersistent}, Opt{0, 192, true, true, kPersistent}),
+                       ::testing::Values(17, 1000), ::testing::Values(17, 1000), ::testing::Bool()),
+    tuned_name);
 
 TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
@@ -589,7 +610,8 @@ TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
     EXPECT_NE(std::string(e.what()).find("0, 2 or 4"), std::string::npos) << e.what();
   }
   for (const fa3::Fp8ForwardOptions opt :
-       {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}, fa3::Fp8ForwardOptions{0, 128, false}}) {
+       {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}, fa3::Fp8ForwardOptions{0, 128, false},
+        fa3::Fp8ForwardOptions{0, 224, true, false}}) {
     try {
       fa3::forward_fp8(s, none, nullptr, nullptr, opt);
       FAIL() << "key_tile " << opt.key_tile << " with poly_eighths " << opt.poly_eighths << " was accepted";
