@@ -34,7 +34,9 @@ def main():
     ap.add_argument("build_dir", nargs="?", type=pathlib.Path, default=ROOT / "build")
     a = ap.parse_args()
     ms = {}
-    for b in json.loads(a.bench_json.read_text())["benchmarks"]:
+    for b in json.loads(a.bench_json.read_text())["benchmarks"]:  # with repetitions: their median
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
         m = NAME.match(b.get("run_name", b["name"]))
         if m and not b.get("error_occurred") and not b.get("skipped"):
             ms[(m[1], int(m[3]) if m[3] else 100)] = b["ms"]
