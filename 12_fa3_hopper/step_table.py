@@ -51,6 +51,12 @@ FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside t
     ("tune:fp8_keys224", "`B_c` = 224 (2 K/V stages: 3 do not fit)"),
     ("tune:fp8_keys224_poly2", "224 keys and 2 eighths on the FMA pipes"),
     ("tune:fp8_keys192_noturns", "192 keys without the turns at the exponentials (every row above has them)"),
+    ("tune:fp8_keys128_expturns", "128 keys, turns at the exponentials but none at the GEMMs"),
+    ("tune:fp8_keys128_free", "128 keys, no turns at all: the two consumers run free"),
+    ("tune:fp8_keys192_expturns", "192 keys, turns at the exponentials but none at the GEMMs"),
+    ("tune:fp8_keys192_free", "192 keys, no turns at all"),
+    ("tune:fp8_keys128_persistent", "128 keys, persistent CTAs: the next row tile's loads under this one's end (dense)"),
+    ("tune:fp8_keys192_persistent", "192 keys, persistent CTAs (dense)"),
     ("fp8", "the tile policy's choice (`kFp8KeyTile`)"),
     ("anchor:cudnn/fp8", "cuDNN's FP8 attention, same inputs quantised per tensor (reference)"),
 ]
