@@ -56,6 +56,70 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const std::uint32_t (&p
   tc::wgmma_commit_group();
 }
 
+// The FP8 kernel's step (fa3_forward.cuh, the intra-warpgroup loop at B_c = 192) without the
+// loads: issue S_j and P_{j-1} V_{j-1}; wait for S_j; its row maxima, exponentials and row sums
+// while P V runs; P~_j converted once P V is done. kGemmTurn: the kernel's ping-pong turn around
+// the issues (named barriers 1, 2); kExpTurn: its turn at the exponentials (3, 4), with the same
+// stores and load that keep the compiler from moving the exponentials across the barriers.
+template <bool kGemmTurn, bool kExpTurn>
+__device__ unsigned fp8_step(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int iters) {
+  const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
+  const std::uint32_t sink_at = vt + kVtBytes + 8 * threadIdx.x, zero_at = vt + kVtBytes + 8 * 256;
+  float s[96] = {}, o[64] = {}, l[2] = {};
+  std::uint32_t p[6][4];
+#pragma unroll
+  for (int i = 0; i < 24; ++i) p[i / 4][i % 4] = 0x18381838u;
+  if (kGemmTurn && wg == 1) tc::named_bar_arrive(1, 256);  // warpgroup 1 hands 0 the first turns
+  if (kExpTurn && wg == 1) tc::named_bar_arrive(3, 256);
+  for (int n = 0; n < iters; ++n) {
+    if (kGemmTurn) tc::named_bar_sync(1 + wg, 256);
+    issue_s(s, q, k);
+    issue_pv<6>(o, p, vt);
+    if (kGemmTurn) tc::named_bar_arrive(1 + (wg ^ 1), 256);
+    tc::wgmma_wait_group<1>();
+    tc::fence_operand(s);
+    float mx[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = -INFINITY;
+#pragma unroll
+      for (int j = 0; j < 24; ++j) mx[h] = fmaxf(mx[h], fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
+      mx[h] = tc::quad_max(mx[h]) * 0.125f;
+    }
+    float zero = 0.0f;
+    if (kExpTurn) {
+      tc::st_shared_v2_f32(sink_at, mx[0], mx[1]);
+      tc::named_bar_sync(3 + wg, 256);
+      zero = tc::ld_shared_f32(zero_at);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 24; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[4 * j + 2 * h + e];
+          x = tc::ex2(fmaf(x, 0.125f, -(mx[h] + zero)));
+          l[h] += x;
+        }
+    if (kExpTurn) {
+      tc::st_shared_v2_f32(sink_at, l[0], l[1]);
+      tc::named_bar_arrive(3 + (wg ^ 1), 256);
+    }
+    tc::wgmma_wait_group<0>();
+    tc::fence_operand(o);
+#pragma unroll
+    for (int kk = 0; kk < 6; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        p[kk][r] = e4m3x2(s[16 * kk + 4 * r], s[16 * kk + 4 * r + 1]) |
+                   (e4m3x2(s[16 * kk + 4 * r + 2], s[16 * kk + 4 * r + 3]) << 16);
+  }
+  if (kGemmTurn && wg == 0) tc::named_bar_sync(1, 256);  // the turns warpgroup 1 handed back last
+  if (kExpTurn && wg == 0) tc::named_bar_sync(3, 256);
+  return __float_as_uint(o[t % 64] + l[0] + l[1]);
+}
+
 template <Work W>
 __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int iters) {
   const int t = threadIdx.x % 128;
@@ -140,42 +204,11 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
       }
     }
   } else if constexpr (W == Work::Overlap) {
-    // The FP8 kernel's step without its barriers: issue S_j and P_{j-1} V_{j-1}; wait for S_j; its
-    // row maxima, exponentials and row sums while P V runs; P~_j converted once P V is done.
-    float s[96] = {}, o[64] = {}, l[2] = {};
-    std::uint32_t p[6][4];
-#pragma unroll
-    for (int i = 0; i < 24; ++i) p[i / 4][i % 4] = 0x18381838u;
-    for (int n = 0; n < iters; ++n) {
-      issue_s(s, q, k);
-      issue_pv<6>(o, p, vt);
-      tc::wgmma_wait_group<1>();
-      tc::fence_operand(s);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int j = 0; j < 24; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-        mx = tc::quad_max(mx) * 0.125f;
-#pragma unroll
-        for (int j = 0; j < 24; ++j)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            float& x = s[4 * j + 2 * h + e];
-            x = tc::ex2(fmaf(x, 0.125f, -mx));
-            l[h] += x;
-          }
-      }
-      tc::wgmma_wait_group<0>();
-      tc::fence_operand(o);
-#pragma unroll
-      for (int kk = 0; kk < 6; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-          p[kk][r] = e4m3x2(s[16 * kk + 4 * r], s[16 * kk + 4 * r + 1]) |
-                     (e4m3x2(s[16 * kk + 4 * r + 2], s[16 * kk + 4 * r + 3]) << 16);
-    }
-    sink = __float_as_uint(o[t % 64] + l[0] + l[1]);
+    sink = fp8_step<false, false>(q, k, vt, iters);
+  } else if constexpr (W == Work::OverlapGemmTurn) {
+    sink = fp8_step<true, false>(q, k, vt, iters);
+  } else if constexpr (W == Work::OverlapTurns) {
+    sink = fp8_step<true, true>(q, k, vt, iters);
   }
   return sink;
 }
@@ -190,6 +223,7 @@ __global__ void __launch_bounds__(256, 1) pipes_kernel(int iters_a, int iters_b,
   // Small e4m3 values (exponent field 3: about 1/16), signs and mantissas varied.
   for (int i = threadIdx.x; i < (kQBytes + kKBytes + kVtBytes) / 4; i += blockDim.x)
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(base + 4 * i), "r"(0x18181818u ^ ((i * 0x9E3779B9u) & 0x87878787u)));
+  if (threadIdx.x == 0) asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(vt + kVtBytes + 8 * 256));  // fp8_step's zero
   tc::fence_proxy_async_shared_cta();  // the tensor cores read what these stores wrote
   __syncthreads();
   long long ns0;
@@ -197,7 +231,7 @@ __global__ void __launch_bounds__(256, 1) pipes_kernel(int iters_a, int iters_b,
   const long long t0 = clock64();
   const int wg = threadIdx.x / 128;
   const unsigned sink = wg == 0 ? work<A>(q, k, vt, iters_a) : work<B>(q, k, vt, iters_b);
-  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg));
+  asm volatile("bar.sync %0, 128;\n" ::"r"(5 + wg));  // (1-4: fp8_step's turns)
   const long long t1 = clock64();
   if (threadIdx.x % 128 == 0) out[blockIdx.x].cycles[wg] = t1 - t0;
   if (sink == 0x7FC00001u) out[blockIdx.x].sink = sink;  // (never: keeps the work)
@@ -221,11 +255,25 @@ struct Pair {
 #define PIPES_PAIR(A, B) \
   Pair { Work::A, Work::B, pipes_kernel<Work::A, Work::B> }
 const Pair kPairs[] = {
-    PIPES_PAIR(TensorSS, Idle),   PIPES_PAIR(TensorRS, Idle), PIPES_PAIR(Exp, Idle),     PIPES_PAIR(Softmax, Idle),
-    PIPES_PAIR(Convert, Idle),    PIPES_PAIR(Overlap, Idle),  PIPES_PAIR(TensorSS, Exp), PIPES_PAIR(TensorSS, Softmax),
-    PIPES_PAIR(TensorRS, Exp),    PIPES_PAIR(Exp, Convert),   PIPES_PAIR(Exp, Exp),      PIPES_PAIR(TensorSS, TensorSS),
-    PIPES_PAIR(Overlap, Overlap), PIPES_PAIR(ExpHalf2, Idle), PIPES_PAIR(ToHalf2, Idle), PIPES_PAIR(Exp, ToHalf2),
+    PIPES_PAIR(TensorSS, Idle),
+    PIPES_PAIR(TensorRS, Idle),
+    PIPES_PAIR(Exp, Idle),
+    PIPES_PAIR(Softmax, Idle),
+    PIPES_PAIR(Convert, Idle),
+    PIPES_PAIR(Overlap, Idle),
+    PIPES_PAIR(TensorSS, Exp),
+    PIPES_PAIR(TensorSS, Softmax),
+    PIPES_PAIR(TensorRS, Exp),
+    PIPES_PAIR(Exp, Convert),
+    PIPES_PAIR(Exp, Exp),
+    PIPES_PAIR(TensorSS, TensorSS),
+    PIPES_PAIR(Overlap, Overlap),
+    PIPES_PAIR(ExpHalf2, Idle),
+    PIPES_PAIR(ToHalf2, Idle),
+    PIPES_PAIR(Exp, ToHalf2),
     PIPES_PAIR(ExpHalf2, Exp),
+    PIPES_PAIR(OverlapGemmTurn, OverlapGemmTurn),
+    PIPES_PAIR(OverlapTurns, OverlapTurns),
 };
 #undef PIPES_PAIR
 
@@ -247,6 +295,8 @@ const char* name(Work w) {
     case Work::ExpHalf2: return "exp_half2";
     case Work::ToHalf2: return "to_half2";
     case Work::Overlap: return "overlap";
+    case Work::OverlapGemmTurn: return "overlap_gemm_turn";
+    case Work::OverlapTurns: return "overlap_turns";
   }
   return "?";
 }
@@ -260,10 +310,10 @@ double flops_per_iter(Work w) {
   }
 }
 int exps_per_iter(Work w) {
-  return w == Work::Exp || w == Work::Softmax || w == Work::ExpHalf2 ? kScores : w == Work::Overlap ? 96 : 0;
+  return w == Work::Exp || w == Work::Softmax || w == Work::ExpHalf2 ? kScores : w >= Work::Overlap ? 96 : 0;
 }
 int converts_per_iter(Work w) {
-  return w == Work::Softmax || w == Work::Convert || w == Work::ToHalf2 ? kScores / 2 : w == Work::Overlap ? 48 : 0;
+  return w == Work::Softmax || w == Work::Convert || w == Work::ToHalf2 ? kScores / 2 : w >= Work::Overlap ? 48 : 0;
 }
 
 std::string unavailable_reason() {

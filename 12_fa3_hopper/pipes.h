@@ -24,7 +24,21 @@ namespace fa3::pipes {
 //   Overlap   the FP8 kernel's step at B_c = 192 without its barriers: S_j and P_{j-1} V_{j-1}
 //             issued, S_j waited for, its row maxima, exponentials and sums while P V runs, P~_j
 //             converted to e4m3 once P V is done (96 scores per thread)
-enum class Work { Idle, TensorSS, TensorRS, Exp, Softmax, Convert, ExpHalf2, ToHalf2, Overlap };
+//   OverlapGemmTurn, OverlapTurns  the same with the kernel's turn at the GEMMs, and with its turn
+//             at the exponentials too: only side by side with itself (the turns pass between the two)
+enum class Work {
+  Idle,
+  TensorSS,
+  TensorRS,
+  Exp,
+  Softmax,
+  Convert,
+  ExpHalf2,
+  ToHalf2,
+  Overlap,
+  OverlapGemmTurn,
+  OverlapTurns
+};
 const char* name(Work w);
 
 // One launch: warpgroup 0 runs `a` for iters_a iterations, warpgroup 1 runs `b` for iters_b;

@@ -43,12 +43,14 @@ int main(int argc, char** argv) {
       iters[w] = std::max(1, static_cast<int>(target / alone[w]));
     }
     iters[Work::Idle] = 1, alone[Work::Idle] = 0;
+    for (Work w : {Work::OverlapGemmTurn, Work::OverlapTurns})  // (only in pairs: measured against overlap alone)
+      alone[w] = alone[Work::Overlap], iters[w] = iters[Work::Overlap];
     std::printf("# %s, %d SMs: cycles per iteration alone\n\n", dev.name.c_str(), dev.sm_count);
     std::printf(
         "| work | cycles per iteration | tensor FLOP per cycle per SM | ex2 per cycle per SM "
         "|\n|---|---:|---:|---:|\n");
     for (const auto& [w, c] : alone) {
-      if (w == Work::Idle) continue;
+      if (w == Work::Idle || w == Work::OverlapGemmTurn || w == Work::OverlapTurns) continue;
       std::printf("| %s | %.0f | %.0f | %.2f |\n", fa3::pipes::name(w), c, fa3::pipes::flops_per_iter(w) / c,
                   128.0 * fa3::pipes::exps_per_iter(w) / c);
     }
@@ -58,10 +60,18 @@ int main(int argc, char** argv) {
         "ex2 per cycle per SM | SM clock (MHz) | FP8 TFLOP/s at that clock "
         "|\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     const std::pair<Work, Work> pairs[] = {
-        {Work::TensorSS, Work::Exp},    {Work::TensorSS, Work::Softmax}, {Work::TensorRS, Work::Exp},
-        {Work::Exp, Work::Convert},     {Work::Exp, Work::Exp},          {Work::TensorSS, Work::TensorSS},
-        {Work::Exp, Work::ToHalf2},     {Work::ExpHalf2, Work::Exp},     {Work::Overlap, Work::Idle},
+        {Work::TensorSS, Work::Exp},
+        {Work::TensorSS, Work::Softmax},
+        {Work::TensorRS, Work::Exp},
+        {Work::Exp, Work::Convert},
+        {Work::Exp, Work::Exp},
+        {Work::TensorSS, Work::TensorSS},
+        {Work::Exp, Work::ToHalf2},
+        {Work::ExpHalf2, Work::Exp},
+        {Work::Overlap, Work::Idle},
         {Work::Overlap, Work::Overlap},
+        {Work::OverlapGemmTurn, Work::OverlapGemmTurn},
+        {Work::OverlapTurns, Work::OverlapTurns},
     };
     for (const auto& [a, b] : pairs) {
       fa3::pipes::run(a, iters[a], b, iters[b]);  // warm-up
