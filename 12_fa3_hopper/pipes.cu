@@ -305,7 +305,9 @@ double flops_per_iter(Work w) {
   switch (w) {
     case Work::TensorSS: return 2.0 * 16 * 64 * 192 * 32;  // four groups of four m64n192k32
     case Work::TensorRS: return 2.0 * 16 * 64 * 128 * 32;  // four groups of four m64n128k32
-    case Work::Overlap: return 2.0 * 64 * 192 * 128 * 2;   // S (64 x 192 x 128) and P V (64 x 128 x 192)
+    case Work::Overlap:
+    case Work::OverlapGemmTurn:
+    case Work::OverlapTurns: return 2.0 * 64 * 192 * 128 * 2;  // S (64 x 192 x 128) and P V (64 x 128 x 192)
     default: return 0;
   }
 }
