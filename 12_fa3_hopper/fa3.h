@@ -88,9 +88,11 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
 // the tensor cores. poly_eighths: of every 8 pairs of a row's scores (8 keys each), how many take
 // their exponential from soft_exp2.h's cubic on the FMA pipes instead. key_tile: B_c, the keys
 // per step, 128, 192 or 224; 0 = the tile policy's (fa3_config.h, kFp8KeyTile). exp_turns: the
-// two consumer warpgroups take turns at the exponentials (fa3_forward.cuh). Compiled
-// (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0), (224, 0), (224, 2), with
-// exp_turns; (192, 0) also without.
+// two consumer warpgroups take turns at the exponentials (fa3_forward.cuh); gemm_turns: at the
+// GEMMs (ping-pong); step: Step::IntraWg, or Step::Persistent (dense; causal runs IntraWg).
+// Compiled (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0), (224, 0), (224, 2),
+// with both turns; (192, 0) also without exp_turns; (128, 0) and (192, 0) also without
+// gemm_turns, with or without exp_turns, and persistent.
 struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
