@@ -56,22 +56,6 @@ __device__ __forceinline__ void issue_pv(float (&o)[64], const std::uint32_t (&p
   tc::wgmma_commit_group();
 }
 
-// kScores FADDs and kScores / 2 conversions of two floats (`pack`) per thread and iteration.
-template <class Pack>
-__device__ unsigned convert_loop(int t, int iters, Pack pack) {
-  unsigned sink = 0;
-  float x[kScores];
-#pragma unroll
-  for (int i = 0; i < kScores; ++i) x[i] = 1e-3f * (t + i);
-  for (int n = 0; n < iters; ++n) {
-#pragma unroll
-    for (int i = 0; i < kScores; ++i) x[i] += 1.0f;
-#pragma unroll
-    for (int i = 0; i < kScores; i += 2) sink ^= pack(x[i], x[i + 1]);
-  }
-  return sink;
-}
-
 // The FP8 kernel's step (fa3_forward.cuh, the intra-warpgroup loop at B_c = 192) without the
 // loads: issue S_j and P_{j-1} V_{j-1}; wait for S_j; its row maxima, exponentials and row sums
 // while P V runs; P~_j converted once P V is done. kGemmTurn: the kernel's ping-pong turn around
@@ -187,7 +171,15 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
     }
     sink ^= __float_as_uint(sum[0] + sum[1]);
   } else if constexpr (W == Work::Convert) {
-    sink = convert_loop(t, iters, [](float a, float b) { return e4m3x2(a, b); });
+    float x[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) x[i] = 1e-3f * (t + i);
+    for (int n = 0; n < iters; ++n) {
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) x[i] += 1.0f;
+#pragma unroll
+      for (int i = 0; i < kScores; i += 2) sink ^= e4m3x2(x[i], x[i + 1]);
+    }
   } else if constexpr (W == Work::ExpHalf2) {  // (x, y) -> (2^-x, 2^-y) in half precision
     std::uint32_t x[kScores / 2];
 #pragma unroll
@@ -199,10 +191,18 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
 #pragma unroll
     for (int i = 0; i < kScores / 2; ++i) sink ^= x[i];
   } else if constexpr (W == Work::ToHalf2) {
-    sink = convert_loop(t, iters, [](float a, float b) {
-      const __half2 h = __floats2half2_rn(a, b);
-      return *reinterpret_cast<const unsigned*>(&h);
-    });
+    float x[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) x[i] = 1e-3f * (t + i);
+    for (int n = 0; n < iters; ++n) {
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) x[i] += 1.0f;
+#pragma unroll
+      for (int i = 0; i < kScores; i += 2) {
+        const __half2 h = __floats2half2_rn(x[i], x[i + 1]);
+        sink ^= *reinterpret_cast<const unsigned*>(&h);
+      }
+    }
   } else if constexpr (W == Work::Overlap) {
     sink = fp8_step<false, false>(q, k, vt, iters);
   } else if constexpr (W == Work::OverlapGemmTurn) {
