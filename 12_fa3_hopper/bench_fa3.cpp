@@ -169,8 +169,8 @@ const bool registered = [] {
                             [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
-      // Each FP8 idea on its own: wider key tiles, and part of the exponentials on the FMA pipes
-      // (soft_exp2.h).
+      // Each FP8 idea on its own: wider key tiles, part of the exponentials on the FMA pipes
+      // (soft_exp2.h), the consumers' turns dropped, persistent CTAs.
       const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
           {"keys128", {0, 128}},
           {"poly2", {2, 128}},

@@ -109,7 +109,8 @@ inline constexpr int kFp8KeyTile = 192;
 
 // What a run chooses beside (d, bf16 or FP8, step); 0 is the default everywhere. kv_stages:
 // the K/V ring's depth; poly_eighths: FP8's exponentials on the FMA pipes (SplitExp2); key_tile:
-// FP8's B_c (kFp8KeyTile for 0); exp_turns: FP8's turns at the exponentials (Cfg::kExpTurns).
+// FP8's B_c (kFp8KeyTile for 0); exp_turns: FP8's turns at the exponentials (Cfg::kExpTurns);
+// gemm_turns: ping-pong's turns at the GEMMs, which FP8 may drop (Cfg::kGemmTurns).
 struct Tuning {
   int kv_stages = 0, poly_eighths = 0, key_tile = 0;
   bool exp_turns = true, gemm_turns = true;
