@@ -61,6 +61,9 @@ struct Cfg {
     if (kFp8) return B_c == 128 ? 4 : B_c == 192 ? 3 : 2;
     return d == 64 ? 4 : 2;
   }();
+  // The intra-warpgroup loop waits for V_it and K_{it+1} right after it issues S_it when the ring
+  // holds three stages or more (fa3_forward.cuh, Consumer::wait_ahead).
+  static constexpr bool kWaitAhead = kStages >= 3;
 
   // Shared memory: Q_i, kStages x (K_j, V_j), O's own buffer where it needs one, mbarriers.
   static constexpr int kQBytes = B_r * d * E, kKBytes = B_c * d * E, kVBytes = kFp8 ? kVtBoxes * d * 128 : B_c * d * E;

@@ -435,6 +435,18 @@ struct Consumer {
   }
   __device__ void rescale_o() { rows.rescale(attn::WgmmaTile<C::d>{o}); }
 
+  // The intra-warpgroup loop's waits for V_it and K_{it+1}, right after S_it's issue when the ring
+  // is deep (Cfg::kWaitAhead): both were requested a step or more before, so they have landed,
+  // and what a wait still costs (an mbarrier try_wait's round trip, about a hundred cycles) hides
+  // under S_it instead of sitting between one step's P~ and the next step's issue. With two
+  // stages V_it is requested only when P_{it-2} V_{it-2} ends: the loop waits at the next issue.
+  __device__ void wait_ahead(const Pipeline<C, V>& pipe, const Tile& tile, int it) const {
+    if constexpr (C::kWaitAhead) {
+      pipe.wait_v(it);
+      if (it + 1 < tile.keys.T_c) pipe.wait_k(it + 1);
+    }
+  }
+
   // The main loop of one row tile.
   __device__ void consume_tile(Pipeline<C, V>& pipe, const Tile& tile, int n, const Params& p) {
 #pragma unroll
@@ -468,23 +480,25 @@ struct Consumer {
       // S_0 alone; then per step S_it together with P_{it-1} V_{it-1}; then the last P V. O_i is
       // rescaled for P_{it-1} (the alpha of softmax it-1) between the two issues: S_it is then
       // on the tensor cores, and the multiplies are off the path from one softmax to the next.
+      // The waits for the next tiles come after the issues where the ring allows (wait_ahead).
       pipe.wait_k(0);
       turn_begin();
       issue_s(pipe.stage(0));
       turn_end();
+      wait_ahead(pipe, tile, 0);
       wait_s<0>();
       pipe.release_k(tile, 0);
       softmax(tile, 0, scales(tile, 0, p), p);
       to_p<C>(s, p_frag);
       for (int it = 1; it < T_c; ++it) {
         const auto sl2e = scales(tile, it, p);
-        pipe.wait_k(it);
-        pipe.wait_v(it - 1);
+        if constexpr (!C::kWaitAhead) pipe.wait_k(it), pipe.wait_v(it - 1);
         turn_begin();
         issue_s(pipe.stage(it));
         rescale_o();
         issue_pv(pipe.stage(it - 1));
         turn_end();
+        wait_ahead(pipe, tile, it);
         wait_s<1>();  // S_it is done; P_{it-1} V_{it-1} may still run
         pipe.release_k(tile, it);
         softmax(tile, it, sl2e, p);  // touches neither O_i nor P_{it-1}
@@ -492,7 +506,7 @@ struct Consumer {
         pipe.release_v(tile, it - 1);
         to_p<C>(s, p_frag);
       }
-      pipe.wait_v(T_c - 1);
+      if constexpr (!C::kWaitAhead) pipe.wait_v(T_c - 1);
       wait_o_read();
       turn_begin();
       rescale_o();
