@@ -203,6 +203,32 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
         sink ^= *reinterpret_cast<const unsigned*>(&h);
       }
     }
+  } else if constexpr (W == Work::Max) {  // each x[i] the max of itself and its neighbour: 64 chains
+    float x[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) x[i] = 1e-3f * (t + i);
+    for (int n = 0; n < iters; ++n) {
+      float y[kScores];
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) y[i] = fmaxf(x[i], x[(i + 1) % kScores]);
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) x[i] = y[i];
+    }
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) sink ^= __float_as_uint(x[i]);
+  } else if constexpr (W == Work::MaxInt) {
+    int x[kScores];
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) x[i] = t * 7 + i;
+    for (int n = 0; n < iters; ++n) {
+      int y[kScores];
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) y[i] = max(x[i], x[(i + 1) % kScores]);
+#pragma unroll
+      for (int i = 0; i < kScores; ++i) x[i] = y[i];
+    }
+#pragma unroll
+    for (int i = 0; i < kScores; ++i) sink ^= unsigned(x[i]);
   } else if constexpr (W == Work::Overlap) {
     sink = fp8_step<false, false>(q, k, vt, iters);
   } else if constexpr (W == Work::OverlapGemmTurn) {
@@ -272,6 +298,10 @@ const Pair kPairs[] = {
     PIPES_PAIR(ToHalf2, Idle),
     PIPES_PAIR(Exp, ToHalf2),
     PIPES_PAIR(ExpHalf2, Exp),
+    PIPES_PAIR(Max, Idle),
+    PIPES_PAIR(MaxInt, Idle),
+    PIPES_PAIR(Exp, Max),
+    PIPES_PAIR(Exp, MaxInt),
     PIPES_PAIR(OverlapGemmTurn, OverlapGemmTurn),
     PIPES_PAIR(OverlapTurns, OverlapTurns),
 };
@@ -294,6 +324,8 @@ const char* name(Work w) {
     case Work::Convert: return "convert";
     case Work::ExpHalf2: return "exp_half2";
     case Work::ToHalf2: return "to_half2";
+    case Work::Max: return "max";
+    case Work::MaxInt: return "max_int";
     case Work::Overlap: return "overlap";
     case Work::OverlapGemmTurn: return "overlap_gemm_turn";
     case Work::OverlapTurns: return "overlap_turns";

@@ -21,6 +21,8 @@ namespace fa3::pipes {
 //   Convert   64 FADD and 32 conversions to e4m3x2 per thread: which pipe converts
 //   ExpHalf2  32 ex2.approx.f16x2 per thread (64 exponentials in half precision, two per instruction)
 //   ToHalf2   64 FADD and 32 conversions of two floats to f16x2 per thread
+//   Max       64 fmaxf per thread (FMNMX), 64 independent chains: the row maximum's instruction
+//   MaxInt    the same as signed-integer maxima of the bits (IMNMX)
 //   Overlap   the FP8 kernel's step at B_c = 192 without its barriers: S_j and P_{j-1} V_{j-1}
 //             issued, S_j waited for, its row maxima, exponentials and sums while P V runs, P~_j
 //             converted to e4m3 once P V is done (96 scores per thread)
@@ -35,6 +37,8 @@ enum class Work {
   Convert,
   ExpHalf2,
   ToHalf2,
+  Max,
+  MaxInt,
   Overlap,
   OverlapGemmTurn,
   OverlapTurns

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     std::map<Work, double> alone;
     std::map<Work, int> iters;
     for (Work w : {Work::TensorSS, Work::TensorRS, Work::Exp, Work::Softmax, Work::Convert, Work::ExpHalf2,
-                   Work::ToHalf2, Work::Overlap}) {
+                   Work::ToHalf2, Work::Max, Work::MaxInt, Work::Overlap}) {
       alone[w] = cycles_per_iter(w);
       iters[w] = std::max(1, static_cast<int>(target / alone[w]));
     }
@@ -68,6 +68,8 @@ int main(int argc, char** argv) {
         {Work::TensorSS, Work::TensorSS},
         {Work::Exp, Work::ToHalf2},
         {Work::ExpHalf2, Work::Exp},
+        {Work::Exp, Work::Max},
+        {Work::Exp, Work::MaxInt},
         {Work::Overlap, Work::Idle},
         {Work::Overlap, Work::Overlap},
         {Work::OverlapGemmTurn, Work::OverlapGemmTurn},
