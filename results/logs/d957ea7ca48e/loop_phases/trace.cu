@@ -1,7 +1,7 @@
 // Scratch: chapter 12's forward with clock64 stamps at the phases of its main loop (not committed).
+#include <cuda_runtime.h>
 #include <cstdint>
 #include <cstdio>
-#include <cuda_runtime.h>
 namespace fa3trace {
 constexpr int kMax = 320, kHead0 = 24, kHeads = 4, kSlots = kHeads * 32;
 __device__ unsigned long long g_t[kSlots][3][kMax];
@@ -26,14 +26,14 @@ __device__ __forceinline__ void rec(int role, int& n, int ev) {
   }
 }
 }  // namespace fa3trace
-#define FA3_TRACE_C(ev)                                \
-  do {                                                 \
-    if (t == 0) fa3trace::rec(cw, trace_n, ev);        \
+#define FA3_TRACE_C(ev)                         \
+  do {                                          \
+    if (t == 0) fa3trace::rec(cw, trace_n, ev); \
   } while (0)
 #define FA3_TRACE_P(ev) fa3trace::rec(2, trace_n, ev)
-#define FA3_TRACE_K(ev)                                                      \
-  do {                                                                       \
-    if (consumer.t == 0) fa3trace::rec(consumer.cw, consumer.trace_n, ev);   \
+#define FA3_TRACE_K(ev)                                                    \
+  do {                                                                     \
+    if (consumer.t == 0) fa3trace::rec(consumer.cw, consumer.trace_n, ev); \
   } while (0)
 
 #include "fa3_forward.cuh"

@@ -18,8 +18,12 @@ int main(int argc, char** argv) {
     if (dim != 128) s8.d = 128, s8.N = 64;
     fa3::Fp8Problem q = fa3::quantize_on_host(dim == 128 ? p : fa3::make_problem(s8, 1), true);
     const double flop = 4.0 * s.B * s.H * double(s.N) * s.N * s.d / (causal ? 2 : 1);
-    struct Run { const char* name; int kind; };
-    const Run runs[] = {{"bf16_intrawg", 0}, {"bf16_persistent", 1}, {"fp8_192", 2}, {"fp8_128", 3}, {"fp8_192_persistent", 4}};
+    struct Run {
+      const char* name;
+      int kind;
+    };
+    const Run runs[] = {
+        {"bf16_intrawg", 0}, {"bf16_persistent", 1}, {"fp8_192", 2}, {"fp8_128", 3}, {"fp8_192_persistent", 4}};
     for (const Run& r : runs) {
       if (dim == 64 && r.kind != 0) continue;
       auto go = [&] {
@@ -27,9 +31,19 @@ int main(int argc, char** argv) {
         switch (r.kind) {
           case 0: dev.forward({fa3::Step::IntraWg}); break;
           case 1: dev.forward({fa3::Step::Persistent}); break;
-          case 2: o.key_tile = 192; q.forward(o); break;
-          case 3: o.key_tile = 128; q.forward(o); break;
-          case 4: o.key_tile = 192; o.step = fa3::Step::Persistent; q.forward(o); break;
+          case 2:
+            o.key_tile = 192;
+            q.forward(o);
+            break;
+          case 3:
+            o.key_tile = 128;
+            q.forward(o);
+            break;
+          case 4:
+            o.key_tile = 192;
+            o.step = fa3::Step::Persistent;
+            q.forward(o);
+            break;
         }
       };
       for (int w = 0; w < 10; ++w) go();
@@ -47,8 +61,8 @@ int main(int argc, char** argv) {
       }
       std::sort(ms.begin(), ms.end());
       const float med = ms[ms.size() / 2];
-      std::printf("%s %s_d%d causal=%d %.1f TFLOP/s (%.1f us)\n", tag.c_str(), r.name, dim, causal, flop / (med * 1e-3) / 1e12,
-                  med * 1e3);
+      std::printf("%s %s_d%d causal=%d %.1f TFLOP/s (%.1f us)\n", tag.c_str(), r.name, dim, causal,
+                  flop / (med * 1e-3) / 1e12, med * 1e3);
     }
     if (cudaDeviceSynchronize() != cudaSuccess) return 1;
   }
