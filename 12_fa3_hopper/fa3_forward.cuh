@@ -447,7 +447,7 @@ struct Consumer {
   __device__ void rescale_o() { rows.rescale(attn::WgmmaTile<C::d>{o}); }
 
   // The intra-warpgroup loop's waits for V_it and K_{it+1}, right after S_it's issue when the ring
-  // is deep (Cfg::kWaitAhead): both were requested a step or more before, so they have landed,
+  // is deep (Cfg::kWaitAhead): both were requested a step or more before and have usually landed,
   // and what a wait still costs (an mbarrier try_wait's round trip, about a hundred cycles) hides
   // under S_it instead of sitting between one step's P~ and the next step's issue. With two
   // stages V_it is requested only when P_{it-2} V_{it-2} ends: the loop waits at the next issue.
