@@ -119,5 +119,10 @@ TC_HD constexpr std::uint64_t wgmma_desc(std::uint32_t smem_addr, std::uint32_t 
   return (std::uint64_t((smem_addr & 0x3FFFF) >> 4)) | (std::uint64_t((lbo & 0x3FFFF) >> 4) << 16) |
          (std::uint64_t((sbo & 0x3FFFF) >> 4) << 32) | (std::uint64_t(swizzle & 3) << 62);
 }
+// (chapter 12) The descriptor of an operand `bytes` (a multiple of 16) further on: the start
+// address field holds the address / 16 in 14 bits, and a CTA's shared memory lies within the
+// 256 KB they reach, so adding bytes / 16 carries nothing into the fields above. A kernel builds
+// one descriptor per tile and steps it to each k (CpuFa3.DescriptorSteps checks it).
+TC_HD constexpr std::uint64_t wgmma_desc_at(std::uint64_t desc, std::uint32_t bytes) { return desc + (bytes >> 4); }
 
 }  // namespace tc::layout

@@ -101,14 +101,6 @@ struct Smem {
   }
 };
 
-// A shared-memory descriptor's start address is its low 14 bits, the address / 16 (tc_layout.h,
-// wgmma_desc), and a CTA's shared memory lies within the 256 KB those bits reach: the descriptor
-// of an operand `bytes` further on is the same descriptor plus bytes / 16, nothing carried into
-// the fields above (CpuFa3.DescriptorSteps).
-__device__ __forceinline__ std::uint64_t desc_at(std::uint64_t desc, std::uint32_t bytes) {
-  return desc + (bytes >> 4);
-}
-
 // ---- the attention variant: which key tiles a row tile visits, what its score tile is -----
 // The kernel asks an attention variant V (not to be confused with the compiled configurations,
 // fa3_config.h's Cfg) two things (FA3's "Mask"): the key tiles row tile Q_i visits, in
@@ -353,7 +345,7 @@ struct Consumer {
   }
 
   // The GEMMs, issued (not waited for). Descriptors: this warpgroup's 64 rows of Q_i; K_j and
-  // V_j of stage st. One descriptor per tile, stepped to each k (desc_at): rebuilt for every
+  // V_j of stage st. One descriptor per tile, stepped to each k (tc_layout.h, wgmma_desc_at): rebuilt for every
   // wgmma, the masks and shifts of the address would be uniform-datapath work on the path to
   // the issue.
   __device__ void issue_s(int st) {
@@ -362,7 +354,8 @@ struct Consumer {
 #pragma unroll
     for (int k = 0; k < C::kSSteps; ++k) {
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
-      const std::uint64_t a = desc_at(q, box * C::B_r * 128 + off), b = desc_at(kt, box * C::B_c * 128 + off);
+      const std::uint64_t a = tc::layout::wgmma_desc_at(q, box * C::B_r * 128 + off),
+                          b = tc::layout::wgmma_desc_at(kt, box * C::B_c * 128 + off);
       if constexpr (C::kFp8 && C::B_c == 128)
         tc::wgmma_m64n128k32_ss_e4m3(s, a, b, k > 0);
       else if constexpr (C::kFp8 && C::B_c == 192)
@@ -381,9 +374,9 @@ struct Consumer {
     for (int k = 0; k < C::kPSteps; ++k) {
       if constexpr (C::kFp8) {  // Vt_j: d rows of keys, K-major; the next 32 keys 32 bytes on, in boxes of 128
         const std::uint32_t box = k / 4, off = (k % 4) * 32;
-        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], desc_at(v, box * C::d * 128 + off), 1);
+        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], tc::layout::wgmma_desc_at(v, box * C::d * 128 + off), 1);
       } else {  // V_j: [keys][d] boxes, MN-major; the next 16 keys 16 rows (2048 bytes) on
-        const std::uint64_t b = desc_at(v, k * 16 * 128);
+        const std::uint64_t b = tc::layout::wgmma_desc_at(v, k * 16 * 128);
         if constexpr (C::d == 128)
           tc::wgmma_m64n128k16_rs_bf16_tb(o, p_frag[k], b, 1);
         else

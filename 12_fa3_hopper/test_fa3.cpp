@@ -79,15 +79,15 @@ TEST(CpuFa3, VDescriptorFields) {
   EXPECT_EQ(desc >> 62, 1u);
 }
 
-// The kernel steps a tile's descriptor to each k by adding bytes / 16 (fa3_forward.cuh, desc_at):
-// the same bits as building it at the new address, anywhere in a CTA's shared memory (the 1024-byte
-// alignment included), for both layouts the kernel uses.
+// The kernel steps a tile's descriptor to each k (tc_layout.h, wgmma_desc_at): the same bits as
+// building it at the new address, anywhere in a CTA's shared memory (the 1024-byte alignment
+// included), for both layouts the kernel uses.
 TEST(CpuFa3, DescriptorSteps) {
   const auto end = static_cast<std::uint32_t>(ladder::kH200SmemPerBlock + 1024);
   for (std::uint32_t base = 0; base < end; base += 1024)
     for (std::uint32_t bytes = 0; base + bytes < end; bytes += 32)
       for (const std::uint32_t lbo : {16u, 128u * 128, 192u * 128}) {
-        const std::uint64_t at = tc::layout::wgmma_desc(base, lbo, 1024, 1) + (bytes >> 4);
+        const std::uint64_t at = tc::layout::wgmma_desc_at(tc::layout::wgmma_desc(base, lbo, 1024, 1), bytes);
         ASSERT_EQ(at, tc::layout::wgmma_desc(base + bytes, lbo, 1024, 1)) << base << " + " << bytes << ", lbo " << lbo;
       }
 }
