@@ -79,7 +79,14 @@ struct GroupScale {
 
 // ---- FA2's online softmax ------------------------------------------------------------------
 // The state of kRows rows: m, l and the alpha of the last update.
-template <int kRows>
+//
+// kRescaleLog2: how far a row's max may rise (log2 units) before m_i follows it. 0 is FA2's rule,
+// m_i the exact running max. FA4's rule (Zadouri et al. 2025) keeps m_i while the max rises by at
+// most kRescaleLog2: the result is the same, since m_i cancels between O_i and l_i, but P~ may
+// then reach 2^kRescaleLog2 instead of 1, and alpha is exactly 1 unless the max rose by more, so
+// a kernel that asks moved() skips the rescale of O_i almost always once the first tiles have
+// set the max.
+template <int kRows, int kRescaleLog2 = 0>
 struct OnlineSoftmax {
   float m[kRows];      // running max, in log2 units
   float l[kRows];      // this lane's partial row sum of P~: alpha is the same for the whole row,
@@ -109,7 +116,7 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int j = 0; j < Tile::kPairs; ++j) mx = fmaxf(mx, fmaxf(s(r, j, 0), s(r, j, 1)));
     exponentiate(
-        s, r, fmaxf(m[r], tc::quad_max(mx) * sl2e), [sl2e](int) { return sl2e; }, exp2);
+        s, r, settle(r, tc::quad_max(mx) * sl2e), [sl2e](int) { return sl2e; }, exp2);
   }
   // With a scale per group of pairs: each group's max is scaled before the quad's max (the
   // scales are positive, so max(x) c = max(x c)).
@@ -145,7 +152,13 @@ struct OnlineSoftmax {
       for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) mg = fmaxf(mg, fmaxf(s(r, j, 0), s(r, j, 1)));
       mx = fmaxf(mx, mg * sl2e.v[g]);
     }
-    return fmaxf(m[r], tc::quad_max(mx));
+    return settle(r, tc::quad_max(mx));
+  }
+  // Row r's m_i after a tile whose largest scaled score is `top` (log2 units). Under FA4's rule a
+  // row that has seen nothing yet (m = -inf) always follows: -inf + kRescaleLog2 < any top.
+  __device__ __forceinline__ float settle(int r, float top) const {
+    if constexpr (kRescaleLog2 > 0) return top > m[r] + kRescaleLog2 ? top : m[r];
+    return fmaxf(m[r], top);
   }
   // Row r's new max m_new (log2 units) known: P~ = exp2(S sl2e(j) - m_new) in place, alpha, l.
   template <class Tile, class Scale, class Exp2>

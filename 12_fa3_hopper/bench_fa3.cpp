@@ -14,6 +14,9 @@
 //   tune:fp8_keys<B_c>_free, _expturns/<keys>  without the turns at the GEMMs (and at the
 //                              exponentials, or with them): the two consumers run free
 //   tune:fp8_keys<B_c>_persistent/<keys>  the persistent step (dense; causal runs intrawg)
+//   tune:fp8_keys<B_c>[_persistent]_eager/<keys>, tune:intrawg_eager, tune:persistent_eager/<keys>
+//                              FA2's max rule (O rescaled whenever a row's max moves) instead of
+//                              FA4's (fa3_config.h, kRescaleLog2), FP8 and bf16
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
@@ -46,7 +49,7 @@ AttentionShape shape(int B, int H, int H_kv, int N, int d, bool causal) {
   return ladder::attention_shape(B, H, H_kv, N, N, d, causal);
 }
 
-void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::Step step, int kv_stages = 0) {
+void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::ForwardOptions opt = {}) {
   if (!ladder::gpu_or_skip(state)) return;
   if (!chapter10)
     if (const std::string why = fa3::unavailable_reason(); !why.empty()) return state.SkipWithError(why.c_str());
@@ -60,7 +63,7 @@ void bench_bf16(benchmark::State& state, AttentionShape s, bool chapter10, fa3::
         if (chapter10)
           fa2tc::forward(s, Q, K, V, O, L);
         else
-          fa3::forward(s, Q, K, V, O, L, {step, kv_stages});
+          fa3::forward(s, Q, K, V, O, L, opt);
       },
       ladder::attention_fwd_work(s, 2));
 }
@@ -157,16 +160,23 @@ const bool registered = [] {
   shapes.push_back(shape(4, 32, 8, 4096, 128, true));
   for (const AttentionShape& s : shapes) {
     const std::string k = ladder::bench_keys(s);
-    ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::kBestStep); });
+    ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, false); });
     for (fa3::Step step : fa3::kAllSteps)
       ladder::gpu_benchmark(std::string("step:") + fa3::name(step) + k,
-                            [s, step](benchmark::State& st) { bench_bf16(st, s, false, step); });
-    ladder::gpu_benchmark("anchor:fa2_tc/fwd" + k,
-                          [s](benchmark::State& st) { bench_bf16(st, s, true, fa3::kBestStep); });
+                            [s, step](benchmark::State& st) { bench_bf16(st, s, false, {step}); });
+    ladder::gpu_benchmark("anchor:fa2_tc/fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, true); });
     ladder::gpu_benchmark("anchor:cudnn/fwd" + k, [s](benchmark::State& st) { bench_cudnn(st, s); });
+    // FA2's max rule instead of FA4's (fa3_config.h, kRescaleLog2): O rescaled whenever a max moves.
+    ladder::gpu_benchmark("tune:intrawg_eager" + k, [s](benchmark::State& st) {
+      bench_bf16(st, s, false, {fa3::Step::IntraWg, 0, true});
+    });
     if (s.d == 128) {
-      ladder::gpu_benchmark("tune:intrawg_stages3" + k,
-                            [s](benchmark::State& st) { bench_bf16(st, s, false, fa3::Step::IntraWg, 3); });
+      ladder::gpu_benchmark("tune:persistent_eager" + k, [s](benchmark::State& st) {
+        bench_bf16(st, s, false, {fa3::Step::Persistent, 0, true});
+      });
+      ladder::gpu_benchmark("tune:intrawg_stages3" + k, [s](benchmark::State& st) {
+        bench_bf16(st, s, false, {fa3::Step::IntraWg, 3});
+      });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
       // Each FP8 idea on its own: wider key tiles, part of the exponentials on the FMA pipes
@@ -184,7 +194,10 @@ const bool registered = [] {
           {"keys192_free", {0, 192, false, false}},
           {"keys192_expturns", {0, 192, true, false}},
           {"keys128_persistent", {0, 128, true, true, fa3::Step::Persistent}},
-          {"keys192_persistent", {0, 192, true, true, fa3::Step::Persistent}}};
+          {"keys192_persistent", {0, 192, true, true, fa3::Step::Persistent}},
+          {"keys128_eager", {0, 128, true, true, fa3::Step::IntraWg, true}},
+          {"keys192_eager", {0, 192, true, true, fa3::Step::IntraWg, true}},
+          {"keys192_persistent_eager", {0, 192, true, true, fa3::Step::Persistent, true}}};
       for (const auto& [name, opt] : tunes)
         ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
                               [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });

@@ -74,7 +74,8 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa3::forward";
-  const detail::Tuning t{opt.kv_stages};
+  detail::Tuning t{opt.kv_stages};
+  t.eager_rescale = opt.eager_rescale;
   detail::check_common(s, false, opt.step, t, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
@@ -93,8 +94,12 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
   // (a key tile that is not compiled is refused by check_common, which names the compiled ones)
-  const detail::Tuning t{0, opt.poly_eighths, opt.key_tile ? opt.key_tile : detail::kFp8KeyTile, opt.exp_turns,
-                         opt.gemm_turns};
+  const detail::Tuning t{0,
+                         opt.poly_eighths,
+                         opt.key_tile ? opt.key_tile : detail::kFp8KeyTile,
+                         opt.exp_turns,
+                         opt.gemm_turns,
+                         opt.eager_rescale};
   detail::check_common(s, true, opt.step, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},

@@ -48,6 +48,9 @@ struct ForwardOptions {
   // d = 64 and for FP8). 3 is an
   // experiment (README, exercise 1) compiled for bf16, d = 128, Step::IntraWg only.
   int kv_stages = 0;
+  // FA2's exact running max, O rescaled whenever it moves, instead of FA4's rule (fa3_config.h,
+  // kRescaleLog2): compiled for Step::IntraWg at d = 64 and 128 and Step::Persistent at d = 128.
+  bool eager_rescale = false;
 };
 
 // Empty when this process can run the chapter's kernels; otherwise why not (no GPU, a GPU
@@ -97,8 +100,9 @@ struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
   bool exp_turns = true;
-  bool gemm_turns = true;  // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
-  Step step = kBestStep;   // or Step::Persistent (key_tile 128, 192, with both turns)
+  bool gemm_turns = true;      // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
+  Step step = kBestStep;       // or Step::Persistent (key_tile 128, 192, with both turns)
+  bool eager_rescale = false;  // FA2's max rule (ForwardOptions): IntraWg at key_tile 128 or 192, Persistent at 192
 };
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
                  cudaStream_t stream = nullptr);

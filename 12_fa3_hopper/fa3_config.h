@@ -16,11 +16,16 @@
 
 namespace fa3::detail {
 
+// FA4's max rule (attention_rows.cuh, OnlineSoftmax): a row's m_i follows its max only when a
+// tile raises it by more than 2^8, so O_i is rescaled almost never, and P~ <= 2^8 stays inside
+// bf16 and e4m3 (max 448) alike.
+inline constexpr int kFa4RescaleLog2 = 8;
+
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
 template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
-          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false>
+          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false, bool kEagerRescale = false>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -53,6 +58,9 @@ struct Cfg {
   // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
   static constexpr bool kGemmTurns = kPingPong && !kWithoutGemmTurns;
   static constexpr int kThreads = kProducer ? 384 : 256;
+  // The online softmax's max rule: FA4's (kFa4RescaleLog2), or with kEagerRescale FA2's exact
+  // running max, O_i rescaled whenever it moves.
+  static constexpr int kRescaleLog2 = kEagerRescale ? 0 : kFa4RescaleLog2;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
   // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224).
@@ -116,7 +124,7 @@ inline constexpr int kFp8KeyTile = 192;
 // gemm_turns: ping-pong's turns at the GEMMs, which FP8 may drop (Cfg::kGemmTurns).
 struct Tuning {
   int kv_stages = 0, poly_eighths = 0, key_tile = 0;
-  bool exp_turns = true, gemm_turns = true;
+  bool exp_turns = true, gemm_turns = true, eager_rescale = false;
 };
 
 // The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
@@ -131,6 +139,27 @@ struct Tuning {
 template <class F>
 decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   const int keys = t.key_tile == 0 ? 128 : t.key_tile;
+  if (t.eager_rescale) {
+    if (t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns) {
+      constexpr bool kEager = true;
+      if (fp8 && d == 128 && keys == 128 && step == Step::IntraWg)
+        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, false, false, kEager>{});
+      if (fp8 && d == 128 && keys == 192 && step == Step::IntraWg)
+        return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, false, false, kEager>{});
+      if (fp8 && d == 128 && keys == 192 && step == Step::Persistent)
+        return f(Cfg<128, true, Step::Persistent, 0, 0, 192, false, false, kEager>{});
+      if (!fp8 && d == 128 && keys == 128 && step == Step::IntraWg)
+        return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, false, false, kEager>{});
+      if (!fp8 && d == 128 && keys == 128 && step == Step::Persistent)
+        return f(Cfg<128, false, Step::Persistent, 0, 0, 0, false, false, kEager>{});
+      if (!fp8 && d == 64 && keys == 128 && step == Step::IntraWg)
+        return f(Cfg<64, false, Step::IntraWg, 0, 0, 0, false, false, kEager>{});
+    }
+    throw std::invalid_argument(
+        "fa3: eager_rescale=true is compiled only for Step::IntraWg and Step::Persistent at bf16 d=128 and "
+        "FP8 d=128 key_tile=192, Step::IntraWg at bf16 d=64 and FP8 key_tile=128, with the default stages, "
+        "turns and poly_eighths=0");
+  }
   if (fp8 && !t.gemm_turns) {
     if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && t.poly_eighths == 0) {
       constexpr Step S = Step::IntraWg;

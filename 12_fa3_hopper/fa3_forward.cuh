@@ -296,14 +296,14 @@ struct Consumer {
   };
   const Smem<C>& sm;
   const V& var;
-  const CUtensorMap* tmO;               // the kernel's O map (persistent: the epilogue's TMA store)
-  int cw;                               // consumer warpgroup 0 or 1: rows 64 cw .. of the row tile
-  int t;                                // thread in the warpgroup
-  float o[C::d / 2];                    // O_i, unnormalised, in the accumulator layout (columns of d)
-  float s[C::B_c / 2];                  // S (64 x B_c), fp32, then P~ in place
-  std::uint32_t p_frag[C::kPSteps][4];  // P~ as the A operand of O += P V
-  attn::OnlineSoftmax<2> rows;          // m, l, alpha of this thread's two rows
-  float scale_log2e;                    // this row tile's (FP8: times Q's descale)
+  const CUtensorMap* tmO;                        // the kernel's O map (persistent: the epilogue's TMA store)
+  int cw;                                        // consumer warpgroup 0 or 1: rows 64 cw .. of the row tile
+  int t;                                         // thread in the warpgroup
+  float o[C::d / 2];                             // O_i, unnormalised, in the accumulator layout (columns of d)
+  float s[C::B_c / 2];                           // S (64 x B_c), fp32, then P~ in place
+  std::uint32_t p_frag[C::kPSteps][4];           // P~ as the A operand of O += P V
+  attn::OnlineSoftmax<2, C::kRescaleLog2> rows;  // m, l, alpha of this thread's two rows
+  float scale_log2e;                             // this row tile's (FP8: times Q's descale)
 
   // The turn of ping-pong: consumer cw issues its GEMMs between turn_begin and turn_end.
   // Consumer 1 hands consumer 0 the first turn; consumer 0 takes the turn consumer 1 hands
@@ -437,7 +437,14 @@ struct Consumer {
     else
       softmax_tile<false>(tile, tile.keys.j(it), sl2e, p);
   }
-  __device__ void rescale_o() { rows.rescale(attn::WgmmaTile<C::d>{o}); }
+  // O_i *= alpha. Under FA4's max rule (Cfg::kRescaleLog2) every alpha of a warp is 1 on almost
+  // every step: a vote skips the 64 multiplies, and with them the wait they put between the issue
+  // of S_it and that of P V.
+  __device__ void rescale_o() {
+    if constexpr (C::kRescaleLog2 > 0)
+      if (!__any_sync(0xffffffffu, rows.moved())) return;
+    rows.rescale(attn::WgmmaTile<C::d>{o});
+  }
 
   // The intra-warpgroup loop's waits for V_it and K_{it+1}, right after S_it's issue when the ring
   // is deep (Cfg::kWaitAhead): both were requested a step or more before and have usually landed,

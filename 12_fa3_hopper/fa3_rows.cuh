@@ -79,8 +79,8 @@ __device__ __forceinline__ void to_p(const float (&s)[C::B_c / 2], std::uint32_t
 // wg_row0: the warpgroup's first row; t: thread in the warpgroup. (stage_o: everything up to the
 // barrier; the persistent kernel copies the staged rows out by TMA instead, fa3_forward.cuh.)
 template <class C>
-__device__ __forceinline__ void stage_o(attn::OnlineSoftmax<2>& rows, float (&o)[C::d / 2], const Params& p, int head,
-                                        int row, std::uint32_t o_smem, int wg_row0, int t) {
+__device__ __forceinline__ void stage_o(attn::OnlineSoftmax<2, C::kRescaleLog2>& rows, float (&o)[C::d / 2],
+                                        const Params& p, int head, int row, std::uint32_t o_smem, int wg_row0, int t) {
   constexpr int d = C::d;
   const int c = t % 4;
   float L[2];
@@ -104,8 +104,9 @@ __device__ __forceinline__ void stage_o(attn::OnlineSoftmax<2>& rows, float (&o)
   }
 }
 template <class C>
-__device__ __forceinline__ void store_o(attn::OnlineSoftmax<2>& rows, float (&o)[C::d / 2], const Params& p, int head,
-                                        int row, std::uint32_t o_smem, int wg_row0, int t, int bar) {
+__device__ __forceinline__ void store_o(attn::OnlineSoftmax<2, C::kRescaleLog2>& rows, float (&o)[C::d / 2],
+                                        const Params& p, int head, int row, std::uint32_t o_smem, int wg_row0, int t,
+                                        int bar) {
   constexpr int d = C::d, kChunks = d / 8;  // 16-byte chunks per row of O
   stage_o<C>(rows, o, p, head, row, o_smem, wg_row0, t);
   tc::named_bar_sync(bar, 128);

@@ -267,12 +267,13 @@ RowsForward fp8_forward_model(const Fp8HostTensors& t, const std::vector<int>& r
       MatD P(R, width);
       for (int r = 0; r < R; ++r) {
         const long last = s.causal ? s.last_key(rows[task.first + r]) : N_kv - 1;
-        double m_new = m_i[r];
+        double top = -kInf;
         for (int c = 0; c < width; ++c) {
           const long key = first + c;
           S(r, c) = key > last ? -kInf : S(r, c) * row_scale[r] * t.descale_k[kv * k_blocks + key / kFp8KeysPerKScale];
-          m_new = std::max(m_new, S(r, c));
+          top = std::max(top, S(r, c));
         }
+        const double m_new = top > m_i[r] + opt.rescale_log2 * std::log(2.0) ? top : m_i[r];
         if (m_new == -kInf) {  // nothing visible yet
           P.row(r).setZero();
           continue;

@@ -120,6 +120,10 @@ struct Fp8ModelOptions {
   // exp2_poly (fp32, on the FMA pipes) instead of an exact one, as the kernel splits them
   // (fa3_rows.cuh, SplitExp2; fa3::Fp8ForwardOptions): 0 is the hardware's everywhere, 8 none.
   int poly_eighths = 0;
+  // The max rule (attention_rows.cuh, OnlineSoftmax): m_i follows a row's max only when a tile
+  // raises it by more than 2^rescale_log2, as the kernel's (fa3_config.h, kRescaleLog2); 0 is
+  // FA2's exact running max. It decides which running max each P~ is rounded against.
+  int rescale_log2 = detail::kFa4RescaleLog2;
 };
 
 // `count` query rows spread evenly over [0, N), the first and the last included (all rows

@@ -185,10 +185,13 @@ void expect_forward_correct(const fa3::Problem& p, float q_scale_note = 1.0f) {
   std::vector<fa3::ForwardOptions> variants;
   for (fa3::Step step : fa3::kAllSteps) variants.push_back({step});
   if (s.d == 128) variants.push_back({fa3::Step::IntraWg, 3});  // the 3-stage experiment
+  variants.push_back({fa3::Step::IntraWg, 0, true});            // FA2's max rule
+  if (s.d == 128) variants.push_back({fa3::Step::Persistent, 0, true});
   for (const fa3::ForwardOptions& opt : variants) {
     dev.forward(opt);
     const std::string what = std::string("step ") + fa3::name(opt.step) +
-                             (opt.kv_stages ? ", " + std::to_string(opt.kv_stages) + " stages" : "") + ", " + s.str() +
+                             (opt.kv_stages ? ", " + std::to_string(opt.kv_stages) + " stages" : "") +
+                             (opt.eager_rescale ? ", eager rescale" : "") + ", " + s.str() +
                              (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
     EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
     const ladder::Comparison L = ladder::compare_lse(dev.L_host(), ref.L);

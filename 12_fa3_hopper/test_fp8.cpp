@@ -326,6 +326,13 @@ TEST(CpuFp8Model, QuantisedErrorWithinTheBound) {
         other_order.reverse_tiles = !other_order.reverse_tiles;
         EXPECT_GT(fa3::rel_l2(fa3::fp8_forward_model(t, rows, other_order).O, model.O), 2.0 * fa3::kFp8VsModel.rel_l2)
             << "the tile order does not show above kFp8VsModel";
+        // FA4's max rule rounds P~ against another max than FA2's: a change kFp8VsModel sees,
+        // at no cost in accuracy.
+        fa3::Fp8ModelOptions fa2_rule;
+        fa2_rule.rescale_log2 = 0;
+        const auto eager = fa3::fp8_forward_model(t, rows, fa2_rule);
+        EXPECT_GT(fa3::rel_l2(eager.O, model.O), 2.0 * fa3::kFp8VsModel.rel_l2) << "the max rule does not show";
+        EXPECT_LT(err, 1.2 * fa3::rel_l2(eager.O, ref.O)) << "FA4's max rule costs accuracy";
       }
   }
 }
@@ -526,7 +533,7 @@ class GpuFp8TunedForward : public ::testing::TestWithParam<TunedCase> {};
 std::string tuning_name(const fa3::Fp8ForwardOptions& o) {
   return "keys" + std::to_string(o.key_tile) + "_poly" + std::to_string(o.poly_eighths) +
          (o.gemm_turns ? (o.exp_turns ? "" : "_noturns") : (o.exp_turns ? "_expturns" : "_free")) +
-         (o.step == fa3::Step::Persistent ? "_persistent" : "");
+         (o.step == fa3::Step::Persistent ? "_persistent" : "") + (o.eager_rescale ? "_eager" : "");
 }
 
 TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
@@ -555,6 +562,7 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   fa3::Fp8ModelOptions same;  // (the online softmax's max moves per key tile: P~'s roundings follow B_c)
   same.poly_eighths = opt.poly_eighths;
   same.B_c = opt.key_tile;
+  same.rescale_log2 = opt.eager_rescale ? 0 : fa3::detail::kFa4RescaleLog2;
   const auto model = fa3::fp8_forward_model(t, rows, same);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
   const std::string what = s.str() + ", " + tuning_name(opt);
@@ -567,7 +575,7 @@ std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
   return tuning_name(opt) + "_N" + std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
-// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step}
+// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step, eager_rescale}
 using Opt = fa3::Fp8ForwardOptions;
 constexpr fa3::Step kPersistent = fa3::Step::Persistent;
 INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8TunedForward,
@@ -599,6 +607,14 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Opt{0, 128, true, true, kPersistent}, Opt{0, 192, true, true, kPersistent}),
                        ::testing::Values(17, 1000), ::testing::Values(17, 1000), ::testing::Bool()),
     tuned_name);
+// FA2's max rule, against the model with the same rule.
+INSTANTIATE_TEST_SUITE_P(Eager, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, true, fa3::Step::IntraWg, true},
+                                                              Opt{0, 192, true, true, fa3::Step::IntraWg, true},
+                                                              Opt{0, 192, true, true, kPersistent, true}),
+                                            ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
+                                            ::testing::Bool()),
+                         tuned_name);
 
 TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
