@@ -5,15 +5,15 @@
 //                              path component, as scripts/results.py splits names at '/'
 //   tune:intrawg_stages3/<keys> intrawg with 3 K/V stages instead of 2 (d = 128 only)
 //   fp8/<keys>                 the FP8 forward (e4m3 inputs already quantised: the
-//                              quantisation is not part of the attention's time), the tile
-//                              policy's key tile (fa3_config.h, kFp8KeyTile)
-//   tune:fp8_keys<B_c>[_poly<e>]/<keys>  the FP8 forward with B_c = 128, 192 or 224 keys per
-//                              step and e eighths of the exponentials on the FMA pipes
+//                              quantisation is not part of the attention's time), its defaults:
+//                              fa3::kFp8BestStep and the tile policy's key tile (kFp8KeyTile)
+//   tune:fp8_keys<B_c>[_poly<e>]/<keys>  the FP8 intra-warpgroup kernel with B_c = 128, 192 or
+//                              224 keys per step and e eighths of the exponentials on the FMA pipes
 //   tune:fp8_poly<e>/<keys>    128 keys, e = 2 or 4 eighths on the FMA pipes
 //   tune:fp8_keys192_noturns/<keys>  192 keys without the turns at the exponentials
 //   tune:fp8_keys<B_c>_free, _expturns/<keys>  without the turns at the GEMMs (and at the
 //                              exponentials, or with them): the two consumers run free
-//   tune:fp8_keys<B_c>_persistent/<keys>  the persistent step (dense; causal runs intrawg)
+//   tune:fp8_keys<B_c>_persistent/<keys>  the persistent step (causal: one CTA per row tile)
 //   tune:fp8_keys<B_c>[_persistent]_eager/<keys>, tune:intrawg_eager, tune:persistent_eager/<keys>
 //                              FA2's max rule (O rescaled whenever a row's max moves) instead of
 //                              FA4's (fa3_config.h, kRescaleLog2), FP8 and bf16
@@ -179,25 +179,29 @@ const bool registered = [] {
       });
       ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
       ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
-      // Each FP8 idea on its own: wider key tiles, part of the exponentials on the FMA pipes
-      // (soft_exp2.h), the consumers' turns dropped, persistent CTAs.
+      // Each FP8 idea on its own, on the intra-warpgroup kernel unless the name says persistent:
+      // wider key tiles, part of the exponentials on the FMA pipes (soft_exp2.h), the consumers'
+      // turns dropped, persistent CTAs, FA2's max rule. Fp8ForwardOptions{poly_eighths, key_tile,
+      // exp_turns, gemm_turns, step, eager_rescale}.
+      constexpr fa3::Step I = fa3::Step::IntraWg, P = fa3::Step::Persistent;
       const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
-          {"keys128", {0, 128}},
-          {"poly2", {2, 128}},
-          {"poly4", {4, 128}},
-          {"keys192", {0, 192}},
-          {"keys224", {0, 224}},
-          {"keys224_poly2", {2, 224}},
-          {"keys192_noturns", {0, 192, false}},
-          {"keys128_free", {0, 128, false, false}},
-          {"keys128_expturns", {0, 128, true, false}},
-          {"keys192_free", {0, 192, false, false}},
-          {"keys192_expturns", {0, 192, true, false}},
-          {"keys128_persistent", {0, 128, true, true, fa3::Step::Persistent}},
-          {"keys192_persistent", {0, 192, true, true, fa3::Step::Persistent}},
-          {"keys128_eager", {0, 128, true, true, fa3::Step::IntraWg, true}},
-          {"keys192_eager", {0, 192, true, true, fa3::Step::IntraWg, true}},
-          {"keys192_persistent_eager", {0, 192, true, true, fa3::Step::Persistent, true}}};
+          {"keys128", {0, 128, true, true, I}},
+          {"poly2", {2, 128, true, true, I}},
+          {"poly4", {4, 128, true, true, I}},
+          {"keys192", {0, 192, true, true, I}},
+          {"keys224", {0, 224, true, true, I}},
+          {"keys224_poly2", {2, 224, true, true, I}},
+          {"keys192_noturns", {0, 192, false, true, I}},
+          {"keys128_free", {0, 128, false, false, I}},
+          {"keys128_expturns", {0, 128, true, false, I}},
+          {"keys192_free", {0, 192, false, false, I}},
+          {"keys192_expturns", {0, 192, true, false, I}},
+          {"keys128_persistent", {0, 128, true, true, P}},
+          {"keys192_persistent", {0, 192, true, true, P}},
+          {"keys128_eager", {0, 128, true, true, I, true}},
+          {"keys192_eager", {0, 192, true, true, I, true}},
+          {"keys128_persistent_eager", {0, 128, true, true, P, true}},
+          {"keys192_persistent_eager", {0, 192, true, true, P, true}}};
       for (const auto& [name, opt] : tunes)
         ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
                               [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });

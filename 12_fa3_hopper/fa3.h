@@ -87,22 +87,29 @@ inline int fp8_kv_pad(int N_kv) { return (N_kv + 127) / 128 * 128; }
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L,
                  cudaStream_t stream = nullptr);
 
+// FP8's default step: persistent CTAs (dense; causal keeps one CTA per row tile, heaviest first),
+// with kFp8KeyTile's 128 keys the fastest or within 1.5% of it at every d = 128 shape of the
+// benchmark (README, "The max rule, and the policy that follows").
+inline constexpr Step kFp8BestStep = Step::Persistent;
+
 // At FP8 rates the exponentials of a score tile take the MUFU as long as the tile's GEMMs take
 // the tensor cores. poly_eighths: of every 8 pairs of a row's scores (8 keys each), how many take
 // their exponential from soft_exp2.h's cubic on the FMA pipes instead. key_tile: B_c, the keys
 // per step, 128, 192 or 224; 0 = the tile policy's (fa3_config.h, kFp8KeyTile). exp_turns: the
 // two consumer warpgroups take turns at the exponentials (fa3_forward.cuh); gemm_turns: at the
-// GEMMs (ping-pong); step: Step::IntraWg, or Step::Persistent (dense; causal runs IntraWg).
-// Compiled (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0), (224, 0), (224, 2),
-// with both turns; (192, 0) also without exp_turns; (128, 0) and (192, 0) also without
-// gemm_turns, with or without exp_turns, and persistent.
+// GEMMs (ping-pong); step: Step::Persistent (the default) or Step::IntraWg, every tuning but
+// the default's needs the latter. eager_rescale: FA2's max rule (ForwardOptions).
+// Compiled with Step::IntraWg (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0),
+// (224, 0), (224, 2), with both turns; (192, 0) also without exp_turns; (128, 0) and (192, 0)
+// also without gemm_turns, with or without exp_turns, and with eager_rescale. With
+// Step::Persistent: (128, 0) and (192, 0), with both turns, and with eager_rescale.
 struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
   bool exp_turns = true;
   bool gemm_turns = true;      // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
-  Step step = kBestStep;       // or Step::Persistent (key_tile 128, 192, with both turns)
-  bool eager_rescale = false;  // FA2's max rule (ForwardOptions): IntraWg at key_tile 128 or 192, Persistent at 192
+  Step step = kFp8BestStep;    // or Step::IntraWg (every compiled tuning)
+  bool eager_rescale = false;  // FA2's max rule (ForwardOptions): key_tile 128 or 192, both turns
 };
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
                  cudaStream_t stream = nullptr);

@@ -189,7 +189,8 @@ class Study {
             half.rel_l2 = guarded([&] {
               const fa3::Fp8Buffers b = fa3::quantize_fp8(s, g->Q.data(), g->K.data(), g->V.data(), opt);
               g->O.poison();
-              fa3::forward_fp8(s, b.inputs(), g->O.data(), g->L.data(), fa3::Fp8ForwardOptions{4});
+              fa3::forward_fp8(s, b.inputs(), g->O.data(), g->L.data(),
+                               fa3::Fp8ForwardOptions{4, 128, true, true, fa3::Step::IntraWg});
               return fa3::rel_l2(widen(fa3::gather_rows(s, ladder::from_bf16(g->O.download()), rows)), ref.O);
             });
           out.push_back(half);

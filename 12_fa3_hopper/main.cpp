@@ -29,7 +29,8 @@ const std::string kUsage =
     std::string(ladder::kGqaAttentionUsage) +
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
     "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n"
-    "  --key-tile B_c              with --profile fp8: 128, 192 or 224 keys per step (default: the tile policy's)\n";
+    "  --key-tile B_c              with --profile fp8: 128, 192 or 224 keys per step (default: the tile policy's;\n"
+    "                              224 runs the intra-warpgroup kernel, the others the default step)\n";
 
 // The FP8 P fragment needs no shuffle only if Vt8's permutation is the inverse of the
 // register packing: every (lane, register, byte) of the k32 A fragment, checked.
@@ -87,7 +88,10 @@ int main(int argc, char** argv) {
       const fa3::Problem p = fa3::make_problem(s, seed);
       if (profile == "fp8") {
         fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
-        q.forward({0, key_tile});
+        fa3::Fp8ForwardOptions o;  // (224 keys: compiled for the intra-warpgroup kernel only)
+        o.key_tile = key_tile;
+        if (key_tile == 224) o.step = fa3::Step::IntraWg;
+        q.forward(o);
       } else {
         fa3::OnDevice dev(p);
         dev.forward({step_named(profile)});

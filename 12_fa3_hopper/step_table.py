@@ -34,6 +34,9 @@ STEPS = [  # (bench variant, what the step adds)
     ("step:intrawg", "`S_{j+1}` issued before the softmax of `S_j` (two S tiles live)"),
     ("step:persistent", "one CTA per SM walks row tiles; the next tile's `Q_i`, `K_0` load early; `O` by TMA store (dense only)"),
     ("tune:intrawg_stages3", "`intrawg` with 3 K/V stages instead of 2 (experiment)"),
+    ("tune:intrawg_eager", "`intrawg` with FA2's max rule: `O` rescaled whenever a row's max moves (every row above "
+     "has FA4's)"),
+    ("tune:persistent_eager", "`persistent` with FA2's max rule"),
 ]
 NCU_NAME = {"step:tma": "tma", "step:warpspec": "warpspec", "step:pingpong": "pingpong",
             "step:intrawg": "intrawg", "step:persistent": "persistent"}
@@ -44,7 +47,8 @@ SHAPE = {D128: "B4 H16 N4096 d128", N16K: "B1 H16 N16384 d128"}
 TARGET_CUDNN, MOONSHOT_CUDNN = 0.9, 1.0
 TARGET_FP8, TARGET_FP8_CAUSAL, MOONSHOT_FP8, TARGET_FP8_TFLOPS = 1.4, 1.35, 1.5, 900.0
 FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside the 128-key kernel
-    ("tune:fp8_keys128", "`B_c` = 128 keys, every exponential on the MUFU (the FP8 kernel of `intrawg`)"),
+    ("tune:fp8_keys128", "`B_c` = 128 keys, every exponential on the MUFU (the FP8 kernel of `intrawg`; this row "
+     "and every row below but the `_eager` ones with FA4's max rule)"),
     ("tune:fp8_poly2", "2 of every 8 exponentials as a cubic on the FMA pipes (`soft_exp2.h`)"),
     ("tune:fp8_poly4", "4 of every 8 on the FMA pipes"),
     ("tune:fp8_keys192", "wider key tiles: `B_c` = 192 (3 K/V stages)"),
@@ -55,9 +59,14 @@ FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside t
     ("tune:fp8_keys128_free", "128 keys, no turns at all: the two consumers run free"),
     ("tune:fp8_keys192_expturns", "192 keys, turns at the exponentials but none at the GEMMs"),
     ("tune:fp8_keys192_free", "192 keys, no turns at all"),
-    ("tune:fp8_keys128_persistent", "128 keys, persistent CTAs: the next row tile's loads under this one's end (dense)"),
-    ("tune:fp8_keys192_persistent", "192 keys, persistent CTAs (dense)"),
-    ("fp8", "the tile policy's choice (`kFp8KeyTile`)"),
+    ("tune:fp8_keys128_persistent", "128 keys, persistent CTAs: the next row tile's loads under this one's end "
+     "(causal: one CTA per row tile, `O` by TMA store)"),
+    ("tune:fp8_keys192_persistent", "192 keys, persistent CTAs"),
+    ("tune:fp8_keys128_eager", "128 keys with FA2's max rule: `O` rescaled whenever a row's max moves"),
+    ("tune:fp8_keys192_eager", "192 keys, FA2's max rule"),
+    ("tune:fp8_keys128_persistent_eager", "128 keys, persistent, FA2's max rule"),
+    ("tune:fp8_keys192_persistent_eager", "192 keys, persistent, FA2's max rule"),
+    ("fp8", "the defaults: persistent CTAs (`kFp8BestStep`), the tile policy's 128 keys (`kFp8KeyTile`)"),
     ("anchor:cudnn/fp8", "cuDNN's FP8 attention, same inputs quantised per tensor (reference)"),
 ]
 

@@ -575,46 +575,49 @@ std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
   return tuning_name(opt) + "_N" + std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
-// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step, eager_rescale}
+// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step, eager_rescale}: the
+// intra-warpgroup kernel (I) with each tuning, and the persistent one (P), the default's step.
 using Opt = fa3::Fp8ForwardOptions;
-constexpr fa3::Step kPersistent = fa3::Step::Persistent;
+constexpr fa3::Step I = fa3::Step::IntraWg, P = fa3::Step::Persistent;
 INSTANTIATE_TEST_SUITE_P(Eighths, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{2, 128}, Opt{4, 128}), ::testing::Values(17, 1000),
-                                            ::testing::Values(1000), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(Opt{2, 128, true, true, I}, Opt{4, 128, true, true, I}),
+                                            ::testing::Values(17, 1000), ::testing::Values(1000), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(KeyTiles, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{0, 192}, Opt{0, 224}), ::testing::Values(17, 1000),
-                                            ::testing::Values(17, 1000, 4093), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, true, I}, Opt{0, 192, true, true, I},
+                                                              Opt{0, 224, true, true, I}),
+                                            ::testing::Values(17, 1000), ::testing::Values(17, 1000, 4093),
+                                            ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(WithoutExpTurns, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{0, 192, false}), ::testing::Values(17, 1000),
+                         ::testing::Combine(::testing::Values(Opt{0, 192, false, true, I}), ::testing::Values(17, 1000),
                                             ::testing::Values(1000, 4093), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(WideAndSoft, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{2, 224}), ::testing::Values(1000),
+                         ::testing::Combine(::testing::Values(Opt{2, 224, true, true, I}), ::testing::Values(1000),
                                             ::testing::Values(1000), ::testing::Bool()),
                          tuned_name);
 INSTANTIATE_TEST_SUITE_P(FreeConsumers, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{0, 128, true, false}, Opt{0, 128, false, false},
-                                                              Opt{0, 192, true, false}, Opt{0, 192, false, false}),
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, false, I}, Opt{0, 128, false, false, I},
+                                                              Opt{0, 192, true, false, I},
+                                                              Opt{0, 192, false, false, I}),
                                             ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
                                             ::testing::Bool()),
                          tuned_name);
 // Persistent CTAs walk several row tiles (the body gives them 16 heads: at N = 1000, 256 row
-// tiles). Causal runs the intra-warpgroup kernel, as bf16 does.
-INSTANTIATE_TEST_SUITE_P(
-    Persistent, GpuFp8TunedForward,
-    ::testing::Combine(::testing::Values(Opt{0, 128, true, true, kPersistent}, Opt{0, 192, true, true, kPersistent}),
-                       ::testing::Values(17, 1000), ::testing::Values(17, 1000), ::testing::Bool()),
-    tuned_name);
-// FA2's max rule, against the model with the same rule.
-INSTANTIATE_TEST_SUITE_P(Eager, GpuFp8TunedForward,
-                         ::testing::Combine(::testing::Values(Opt{0, 128, true, true, fa3::Step::IntraWg, true},
-                                                              Opt{0, 192, true, true, fa3::Step::IntraWg, true},
-                                                              Opt{0, 192, true, true, kPersistent, true}),
-                                            ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
+// tiles). Causal keeps one CTA per row tile, as bf16 does.
+INSTANTIATE_TEST_SUITE_P(Persistent, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, true, P}, Opt{0, 192, true, true, P}),
+                                            ::testing::Values(17, 1000), ::testing::Values(17, 1000),
                                             ::testing::Bool()),
                          tuned_name);
+// FA2's max rule, against the model with the same rule.
+INSTANTIATE_TEST_SUITE_P(
+    Eager, GpuFp8TunedForward,
+    ::testing::Combine(::testing::Values(Opt{0, 128, true, true, I, true}, Opt{0, 192, true, true, I, true},
+                                         Opt{0, 128, true, true, P, true}, Opt{0, 192, true, true, P, true}),
+                       ::testing::Values(17, 1000), ::testing::Values(1000, 4093), ::testing::Bool()),
+    tuned_name);
 
 TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
