@@ -17,8 +17,8 @@
 namespace fa3::detail {
 
 // FA4's max rule (attention_rows.cuh, OnlineSoftmax): a row's m_i follows its max only when a
-// tile raises it by more than 2^8, so O_i is rescaled almost never, and P~ <= 2^8 stays inside
-// bf16 and e4m3 (max 448) alike.
+// tile raises it by more than 8 (log2 units), so O_i is rescaled almost never, and P~ <= 2^8
+// stays inside bf16 and e4m3 (max 448) alike.
 inline constexpr int kFa4RescaleLog2 = 8;
 
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
@@ -115,8 +115,8 @@ struct Cfg {
 
 // FP8's key tile when the caller leaves it to the policy (Fp8ForwardOptions::key_tile = 0): of
 // the compiled 128, 192 and 224, with the default step (fa3.h, kFp8BestStep), the one that was
-// fastest or within 1.5% of the fastest at every d = 128 shape of the benchmark (README, "The
-// max rule, and the policy that follows").
+// fastest or within 2% of the fastest at every d = 128 shape of the benchmark, in two runs
+// (README, "The max rule, and the policy that follows").
 inline constexpr int kFp8KeyTile = 128;
 
 // What a run chooses beside (d, bf16 or FP8, step); 0 is the default everywhere. kv_stages:

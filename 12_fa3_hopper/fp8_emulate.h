@@ -121,7 +121,7 @@ struct Fp8ModelOptions {
   // (fa3_rows.cuh, SplitExp2; fa3::Fp8ForwardOptions): 0 is the hardware's everywhere, 8 none.
   int poly_eighths = 0;
   // The max rule (attention_rows.cuh, OnlineSoftmax): m_i follows a row's max only when a tile
-  // raises it by more than 2^rescale_log2, as the kernel's (fa3_config.h, kRescaleLog2); 0 is
+  // raises it by more than rescale_log2 (log2 units), as the kernel's (fa3_config.h, kRescaleLog2); 0 is
   // FA2's exact running max. It decides which running max each P~ is rounded against.
   int rescale_log2 = detail::kFa4RescaleLog2;
 };
