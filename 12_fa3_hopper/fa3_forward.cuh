@@ -438,7 +438,7 @@ struct Consumer {
       softmax_tile<false>(tile, tile.keys.j(it), sl2e, p);
   }
   // O_i *= alpha. Under FA4's max rule (Cfg::kRescaleLog2) every alpha of a warp is 1 on almost
-  // every step: a vote skips the 64 multiplies, and with them the wait they put between the issue
+  // every step: a vote skips the d / 2 multiplies, and with them the wait they put between the issue
   // of S_it and that of P V.
   __device__ void rescale_o() {
     if constexpr (C::kRescaleLog2 > 0)
