@@ -140,6 +140,49 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int r = 0; r < kRows; ++r) exponentiate(s, r, m_new[r] + zero, sl2e, exp2);
   }
+  // FA4's rule leaves m_i where it is on almost every tile, so the exponentials need not wait for
+  // the tile's max: P~ = exp2(S sl2e - m_i) against the current m_i (plus `zero`, as above), the
+  // tile's max taken beside them (FMNMX on the ALU while ex2 runs on the MUFU), and the max
+  // checked after. S is only read: each pair of P~ goes to sink(r, j, x0, x1). Returns true when
+  // the tile would move one of this thread's rows (settle): that P~ is wrong, and the caller runs
+  // update() on the intact S instead. The rows' state is not touched; commit(sum) adds the row
+  // sums once the caller knows that no row moved, which is what update() would have done: the
+  // same m_i, the same exponentials in the same order, alpha = 1.
+  template <class Tile, int kPairs, int kGroups, class Exp2, class Sink>
+  __device__ __forceinline__ bool exponentiate_at_m(const Tile& s, const GroupScale<kPairs, kGroups>& sl2e, float zero,
+                                                    Exp2 exp2, float (&sum)[kRows], Sink sink) const {
+    static_assert(kRescaleLog2 > 0, "FA2's rule moves m_i with every new max: nothing to speculate on");
+    static_assert(Tile::kRows == kRows && kPairs * kGroups == Tile::kPairs, "one scale per group of the tile's pairs");
+    bool moved = false;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const float base = (m[r] == -INFINITY ? 0.0f : m[r]) + zero;
+      float mx = -INFINITY, acc = 0.0f;
+#pragma unroll
+      for (int g = 0; g < kGroups; ++g) {
+        float mg = -INFINITY;
+#pragma unroll
+        for (int j = g * kPairs; j < (g + 1) * kPairs; ++j) {
+          float x[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            mg = fmaxf(mg, s(r, j, e));
+            x[e] = exp2(fmaf(s(r, j, e), sl2e(j), -base), j);
+            acc += x[e];
+          }
+          sink(r, j, x[0], x[1]);
+        }
+        mx = fmaxf(mx, mg * sl2e.v[g]);
+      }
+      sum[r] = acc;
+      moved |= settle(r, tc::quad_max(mx)) != m[r];
+    }
+    return moved;
+  }
+  __device__ __forceinline__ void commit(const float (&sum)[kRows]) {
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) alpha[r] = 1.0f, l[r] += sum[r];
+  }
   // Row r's max after this tile, log2 units, with a scale per group of pairs.
   template <class Tile, int kPairs, int kGroups>
   __device__ __forceinline__ float new_max(const Tile& s, int r, const GroupScale<kPairs, kGroups>& sl2e) const {

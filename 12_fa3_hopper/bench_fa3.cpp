@@ -174,6 +174,13 @@ const bool registered = [] {
       ladder::gpu_benchmark("tune:persistent_eager" + k, [s](benchmark::State& st) {
         bench_bf16(st, s, false, {fa3::Step::Persistent, 0, true});
       });
+      // The exponentials against the current m_i, the tile's max checked after (kSpeculativeMax).
+      ladder::gpu_benchmark("tune:intrawg_spec" + k, [s](benchmark::State& st) {
+        bench_bf16(st, s, false, {fa3::Step::IntraWg, 0, false, true});
+      });
+      ladder::gpu_benchmark("tune:persistent_spec" + k, [s](benchmark::State& st) {
+        bench_bf16(st, s, false, {fa3::Step::Persistent, 0, false, true});
+      });
       ladder::gpu_benchmark("tune:intrawg_stages3" + k, [s](benchmark::State& st) {
         bench_bf16(st, s, false, {fa3::Step::IntraWg, 3});
       });
@@ -182,7 +189,7 @@ const bool registered = [] {
       // Each FP8 idea on its own, on the intra-warpgroup kernel unless the name says persistent:
       // wider key tiles, part of the exponentials on the FMA pipes (soft_exp2.h), the consumers'
       // turns dropped, persistent CTAs, FA2's max rule. Fp8ForwardOptions{poly_eighths, key_tile,
-      // exp_turns, gemm_turns, step, eager_rescale}.
+      // exp_turns, gemm_turns, step, eager_rescale, speculative_max}.
       constexpr fa3::Step I = fa3::Step::IntraWg, P = fa3::Step::Persistent;
       const std::pair<const char*, fa3::Fp8ForwardOptions> tunes[] = {
           {"keys128", {0, 128, true, true, I}},
@@ -201,7 +208,9 @@ const bool registered = [] {
           {"keys128_eager", {0, 128, true, true, I, true}},
           {"keys192_eager", {0, 192, true, true, I, true}},
           {"keys128_persistent_eager", {0, 128, true, true, P, true}},
-          {"keys192_persistent_eager", {0, 192, true, true, P, true}}};
+          {"keys192_persistent_eager", {0, 192, true, true, P, true}},
+          {"keys128_spec", {0, 128, true, true, I, false, true}},
+          {"keys128_persistent_spec", {0, 128, true, true, P, false, true}}};
       for (const auto& [name, opt] : tunes)
         ladder::gpu_benchmark(std::string("tune:fp8_") + name + k,
                               [s, opt = opt](benchmark::State& st) { bench_fp8(st, s, opt); });

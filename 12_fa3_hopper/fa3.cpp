@@ -76,6 +76,7 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   const std::string who = "fa3::forward";
   detail::Tuning t{opt.kv_stages};
   t.eager_rescale = opt.eager_rescale;
+  t.speculative_max = opt.speculative_max;
   detail::check_common(s, false, opt.step, t, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
@@ -99,7 +100,8 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                          opt.key_tile ? opt.key_tile : detail::kFp8KeyTile,
                          opt.exp_turns,
                          opt.gemm_turns,
-                         opt.eager_rescale};
+                         opt.eager_rescale,
+                         opt.speculative_max};
   detail::check_common(s, true, opt.step, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},

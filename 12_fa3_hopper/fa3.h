@@ -51,6 +51,9 @@ struct ForwardOptions {
   // FA2's exact running max, O rescaled whenever it moves, instead of FA4's rule (fa3_config.h,
   // kRescaleLog2): compiled for Step::IntraWg at d = 64 and 128 and Step::Persistent at d = 128.
   bool eager_rescale = false;
+  // The exponentials against the current m_i before the tile's max is known, the max checked
+  // after (fa3_config.h, kSpeculativeMax): compiled for Step::IntraWg and Step::Persistent at d = 128.
+  bool speculative_max = false;
 };
 
 // Empty when this process can run the chapter's kernels; otherwise why not (no GPU, a GPU
@@ -102,14 +105,16 @@ inline constexpr Step kFp8BestStep = Step::Persistent;
 // Compiled with Step::IntraWg (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0),
 // (224, 0), (224, 2), with both turns; (192, 0) also without exp_turns; (128, 0) and (192, 0)
 // also without gemm_turns, with or without exp_turns, and with eager_rescale. With
-// Step::Persistent: (128, 0) and (192, 0), with both turns, and with eager_rescale.
+// Step::Persistent: (128, 0) and (192, 0), with both turns, and with eager_rescale. speculative_max:
+// (128, 0) with both turns, Step::IntraWg or Step::Persistent.
 struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;
   bool exp_turns = true;
-  bool gemm_turns = true;      // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
-  Step step = kFp8BestStep;    // or Step::IntraWg (every compiled tuning)
-  bool eager_rescale = false;  // FA2's max rule (ForwardOptions): key_tile 128 or 192, both turns
+  bool gemm_turns = true;        // false: the consumers run free, no ping-pong turn (key_tile 128, 192)
+  Step step = kFp8BestStep;      // or Step::IntraWg (every compiled tuning)
+  bool eager_rescale = false;    // FA2's max rule (ForwardOptions): key_tile 128 or 192, both turns
+  bool speculative_max = false;  // ForwardOptions' speculative_max: key_tile 128, both turns
 };
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, const Fp8ForwardOptions& opt,
                  cudaStream_t stream = nullptr);

@@ -25,7 +25,8 @@ inline constexpr int kFa4RescaleLog2 = 8;
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
 // boxes" of [rows][128 bytes] one after the other.
 template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
-          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false, bool kEagerRescale = false>
+          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false, bool kEagerRescale = false,
+          bool kSpeculativeMax_ = false>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -61,6 +62,9 @@ struct Cfg {
   // The online softmax's max rule: FA4's (kFa4RescaleLog2), or with kEagerRescale FA2's exact
   // running max, O_i rescaled whenever it moves.
   static constexpr int kRescaleLog2 = kEagerRescale ? 0 : kFa4RescaleLog2;
+  // Under FA4's rule the intra-warpgroup loop may exponentiate against the current m_i before it
+  // knows the tile's max, and check the max after (fa3_forward.cuh, Consumer::softmax_at_m).
+  static constexpr bool kSpeculativeMax = kSpeculativeMax_;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
   // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224).
@@ -106,6 +110,7 @@ struct Cfg {
   static_assert(!kWithoutExpTurns || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
   static_assert(!kWithoutGemmTurns || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
+  static_assert(!kSpeculativeMax || (kIntraWg && kRescaleLog2 > 0), "speculative max: FA4's rule, intra-warpgroup");
   static_assert(!kFp8 || d == 128, "FP8: d = 128");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
   static_assert(kSmemBytes <= ladder::kH200SmemPerBlock, "the stages fit in the shared memory of a CTA");
@@ -125,7 +130,7 @@ inline constexpr int kFp8KeyTile = 128;
 // gemm_turns: ping-pong's turns at the GEMMs, which FP8 may drop (Cfg::kGemmTurns).
 struct Tuning {
   int kv_stages = 0, poly_eighths = 0, key_tile = 0;
-  bool exp_turns = true, gemm_turns = true, eager_rescale = false;
+  bool exp_turns = true, gemm_turns = true, eager_rescale = false, speculative_max = false;
 };
 
 // The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
@@ -140,6 +145,20 @@ struct Tuning {
 template <class F>
 decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   const int keys = t.key_tile == 0 ? 128 : t.key_tile;
+  if (t.speculative_max) {
+    if (!t.eager_rescale && t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns && keys == 128 &&
+        d == 128 && (step == Step::IntraWg || step == Step::Persistent)) {
+      constexpr bool kSpec = true;
+      if (fp8 && step == Step::IntraWg)
+        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, false, false, false, kSpec>{});
+      if (fp8) return f(Cfg<128, true, Step::Persistent, 0, 0, 128, false, false, false, kSpec>{});
+      if (step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, false, false, false, kSpec>{});
+      return f(Cfg<128, false, Step::Persistent, 0, 0, 0, false, false, false, kSpec>{});
+    }
+    throw std::invalid_argument("fa3: speculative_max=true with key_tile=" + std::to_string(keys) +
+                                " is not compiled: only Step::IntraWg and Step::Persistent at d=128 (bf16, and FP8 "
+                                "with key_tile=128), with FA4's max rule, the default stages and both turns");
+  }
   if (t.eager_rescale) {
     if (t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns) {
       constexpr bool kEager = true;

@@ -1,5 +1,8 @@
 #include "fa3_problem.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "10_fa2_tensor_cores/fa2_tc.h"
 #include "bf16.h"
 #include "fp8_emulate.h"
@@ -52,5 +55,12 @@ void Fp8Problem::forward(const Fp8ForwardOptions& opt) {
 }
 
 std::vector<float> Fp8Problem::O_host() const { return ladder::from_bf16(O.download()); }
+
+std::size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::max(a.size(), b.size());
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += std::memcmp(&a[i], &b[i], sizeof(float)) != 0;
+  return n;
+}
 
 }  // namespace fa3

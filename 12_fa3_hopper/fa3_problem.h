@@ -5,6 +5,7 @@
 // independent of fp8_quant.cu).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -72,5 +73,8 @@ struct Fp8Problem {
   bool poison = true;  // as OnDevice's
 };
 Fp8Problem quantize_on_host(const Problem& p, bool per_block);
+
+// How many elements of two outputs differ in their bits (NaN against NaN included).
+std::size_t bits_differ(const std::vector<float>& a, const std::vector<float>& b);
 
 }  // namespace fa3

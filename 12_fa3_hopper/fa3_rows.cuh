@@ -68,6 +68,21 @@ __device__ __forceinline__ void to_p(const float (&s)[C::B_c / 2], std::uint32_t
   }
 }
 
+// One pair of P~ (row slot r, pair j: keys 8 j + 2 c and + 1 of the tile) straight into its place
+// in to_p's fragments, as soon as it is computed: the speculative max (fa3_forward.cuh) leaves S
+// intact for the ordinary path and writes P~ here. FP8: register (j / 4, 2 (j % 4 / 2) + r), the
+// low half for even j; bf16: register (j / 2, 2 (j % 2) + r). j is a compile-time index.
+template <class C>
+__device__ __forceinline__ void put_p(std::uint32_t (&a)[C::kPSteps][4], int r, int j, float x0, float x1) {
+  if constexpr (C::kFp8) {
+    const std::uint32_t v = __nv_cvt_float2_to_fp8x2(make_float2(x0, x1), __NV_SATFINITE, __NV_E4M3);
+    std::uint32_t& x = a[j / 4][2 * (j % 4 / 2) + r];
+    x = j % 2 == 0 ? v : x | (v << 16);
+  } else {
+    a[j / 2][2 * (j % 2) + r] = tc::pack_bf16x2(x0, x1);
+  }
+}
+
 // The epilogue of one warpgroup's 64 rows: O_i = diag(l)^-1 O_i (FP8: times V's per-channel
 // descale) and L_i (attention_rows.cuh, finish); a row that saw no key gets O = 0, L = -inf.
 // O leaves through shared memory: from registers each quad holds only 4 x 4 contiguous

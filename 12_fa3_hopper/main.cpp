@@ -30,7 +30,8 @@ const std::string kUsage =
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
     "  --profile P                 tma, warpspec, pingpong, intrawg, persistent or fp8: launch once, exit (ncu)\n"
     "  --key-tile B_c              with --profile fp8: 128, 192 or 224 keys per step (default: the tile policy's;\n"
-    "                              224 runs the intra-warpgroup kernel, the others the default step)\n";
+    "                              224 runs the intra-warpgroup kernel, the others the default step)\n"
+    "  --speculative-max           with --profile intrawg, persistent or fp8 (128 keys): the speculative max\n";
 
 // The FP8 P fragment needs no shuffle only if Vt8's permutation is the inverse of the
 // register packing: every (lane, register, byte) of the k32 A fragment, checked.
@@ -56,6 +57,7 @@ int main(int argc, char** argv) {
     const std::string profile =
         args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");
     const int key_tile = std::stoi(args.choice("--key-tile", {"128", "192", "224"}, "0"));
+    const bool speculative_max = args.flag("--speculative-max");
     args.done();
     ladder::validate(s, fa3::kSupportedD, ladder::KvHeads::Any);
     // What the run and the launchers (this chapter's and chapter 10's, timed beside it) would
@@ -91,10 +93,13 @@ int main(int argc, char** argv) {
         fa3::Fp8ForwardOptions o;  // (224 keys: compiled for the intra-warpgroup kernel only)
         o.key_tile = key_tile;
         if (key_tile == 224) o.step = fa3::Step::IntraWg;
+        o.speculative_max = speculative_max;
         q.forward(o);
       } else {
         fa3::OnDevice dev(p);
-        dev.forward({step_named(profile)});
+        fa3::ForwardOptions o{step_named(profile)};
+        o.speculative_max = speculative_max;
+        dev.forward(o);
       }
       CUDA_CHECK(cudaDeviceSynchronize());
       return 0;

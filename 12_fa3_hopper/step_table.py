@@ -37,6 +37,9 @@ STEPS = [  # (bench variant, what the step adds)
     ("tune:intrawg_eager", "`intrawg` with FA2's max rule: `O` rescaled whenever a row's max moves (every row above "
      "has FA4's)"),
     ("tune:persistent_eager", "`persistent` with FA2's max rule"),
+    ("tune:intrawg_spec", "`intrawg` with the speculative max: the exponentials against the current `m_i`, the "
+     "tile's max checked after"),
+    ("tune:persistent_spec", "`persistent` with the speculative max"),
 ]
 NCU_NAME = {"step:tma": "tma", "step:warpspec": "warpspec", "step:pingpong": "pingpong",
             "step:intrawg": "intrawg", "step:persistent": "persistent"}
@@ -66,6 +69,9 @@ FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside t
     ("tune:fp8_keys192_eager", "192 keys, FA2's max rule"),
     ("tune:fp8_keys128_persistent_eager", "128 keys, persistent, FA2's max rule"),
     ("tune:fp8_keys192_persistent_eager", "192 keys, persistent, FA2's max rule"),
+    ("tune:fp8_keys128_spec", "128 keys, the speculative max: the exponentials against the current `m_i` with "
+     "the tile's max beside them, `P̃` packed as it comes"),
+    ("tune:fp8_keys128_persistent_spec", "128 keys, persistent, the speculative max"),
     ("fp8", "the defaults: persistent CTAs (`kFp8BestStep`), the tile policy's 128 keys (`kFp8KeyTile`)"),
     ("anchor:cudnn/fp8", "cuDNN's FP8 attention, same inputs quantised per tensor (reference)"),
 ]

@@ -143,7 +143,16 @@ TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {
   EXPECT_THROW(fa3::forward(ok, p, p, p, p, f, {fa3::Step::IntraWg, 3}), std::invalid_argument);  // 3 stages: d=128
   EXPECT_THROW(fa3::forward(attention_shape(1, 1, 1, 64, 64, 128, false), p, p, p, p, f, {fa3::Step::PingPong, 3}),
                std::invalid_argument);  // 3 stages: intrawg only
-  try {                                 // a Step outside the enum names the steps, instead of launching nothing
+  try {                                 // the speculative max: d = 128 only, and only beside FA4's max rule
+    fa3::forward(ok, p, p, p, p, f, {fa3::Step::IntraWg, 0, false, true});
+    FAIL() << "speculative max at d=64 accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("is not compiled"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(
+      fa3::forward(attention_shape(1, 1, 1, 64, 64, 128, false), p, p, p, p, f, {fa3::Step::IntraWg, 0, true, true}),
+      std::invalid_argument);  // speculative max with FA2's rule
+  try {                        // a Step outside the enum names the steps, instead of launching nothing
     fa3::forward(ok, p, p, p, p, f, {static_cast<fa3::Step>(99), 0});
     FAIL() << "step 99 accepted";
   } catch (const std::invalid_argument& e) {
@@ -187,11 +196,14 @@ void expect_forward_correct(const fa3::Problem& p, float q_scale_note = 1.0f) {
   if (s.d == 128) variants.push_back({fa3::Step::IntraWg, 3});  // the 3-stage experiment
   variants.push_back({fa3::Step::IntraWg, 0, true});            // FA2's max rule
   if (s.d == 128) variants.push_back({fa3::Step::Persistent, 0, true});
+  if (s.d == 128)  // the speculative max
+    for (fa3::Step step : {fa3::Step::IntraWg, fa3::Step::Persistent}) variants.push_back({step, 0, false, true});
   for (const fa3::ForwardOptions& opt : variants) {
     dev.forward(opt);
     const std::string what = std::string("step ") + fa3::name(opt.step) +
                              (opt.kv_stages ? ", " + std::to_string(opt.kv_stages) + " stages" : "") +
-                             (opt.eager_rescale ? ", eager rescale" : "") + ", " + s.str() +
+                             (opt.eager_rescale ? ", eager rescale" : "") +
+                             (opt.speculative_max ? ", speculative max" : "") + ", " + s.str() +
                              (q_scale_note != 1.0f ? ", Q x " + std::to_string(q_scale_note) : "");
     EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
     const ladder::Comparison L = ladder::compare_lse(dev.L_host(), ref.L);
@@ -242,6 +254,28 @@ TEST(GpuFa3, LargeLogitsStayFiniteAndAccurate) {
   for (int d : fa3::kSupportedD)
     for (bool causal : {false, true})
       expect_forward_correct(fa3::make_problem(attention_shape(1, 4, 2, N, N, d, causal), seed, 100.0f), 100.0f);
+}
+
+// The speculative max computes the same P~ as the ordinary path, in the same order: the same
+// bits of O and L. With logits x 30 tiles often raise a row's max by more than 2^8 (the vote
+// fails and S is computed again); with logits x 1 almost only the first tile does.
+TEST(GpuFa3, SpeculativeMaxGivesTheSameBits) {
+  FA3_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 200 : 1000;
+  for (float logits : {1.0f, 30.0f})
+    for (bool causal : {false, true}) {
+      fa3::OnDevice dev(fa3::make_problem(attention_shape(1, 16, 4, N, N, 128, causal), seed, logits));
+      for (fa3::Step step : {fa3::Step::IntraWg, fa3::Step::Persistent}) {
+        dev.forward({step});
+        const std::vector<float> O = dev.O_host(), L = dev.L_host();
+        dev.forward({step, 0, false, true});
+        const std::string what =
+            std::string(fa3::name(step)) + ", " + dev.s.str() + ", logits x " + std::to_string(logits);
+        EXPECT_EQ(fa3::bits_differ(dev.O_host(), O), 0u) << "O, " << what;
+        EXPECT_EQ(fa3::bits_differ(dev.L_host(), L), 0u) << "L, " << what;
+      }
+    }
 }
 
 // The same inputs through chapter 10's kernel: both within the bound of the reference, and

@@ -533,7 +533,8 @@ class GpuFp8TunedForward : public ::testing::TestWithParam<TunedCase> {};
 std::string tuning_name(const fa3::Fp8ForwardOptions& o) {
   return "keys" + std::to_string(o.key_tile) + "_poly" + std::to_string(o.poly_eighths) +
          (o.gemm_turns ? (o.exp_turns ? "" : "_noturns") : (o.exp_turns ? "_expturns" : "_free")) +
-         (o.step == fa3::Step::Persistent ? "_persistent" : "") + (o.eager_rescale ? "_eager" : "");
+         (o.step == fa3::Step::Persistent ? "_persistent" : "") + (o.eager_rescale ? "_eager" : "") +
+         (o.speculative_max ? "_spec" : "");
 }
 
 TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
@@ -575,7 +576,7 @@ std::string tuned_name(const ::testing::TestParamInfo<TunedCase>& info) {
   return tuning_name(opt) + "_N" + std::to_string(N) + "_Nkv" + std::to_string(N_kv) + (causal ? "_causal" : "");
 }
 
-// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step, eager_rescale}: the
+// Fp8ForwardOptions{poly_eighths, key_tile, exp_turns, gemm_turns, step, eager_rescale, speculative_max}: the
 // intra-warpgroup kernel (I) with each tuning, and the persistent one (P), the default's step.
 using Opt = fa3::Fp8ForwardOptions;
 constexpr fa3::Step I = fa3::Step::IntraWg, P = fa3::Step::Persistent;
@@ -619,6 +620,37 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(17, 1000), ::testing::Values(1000, 4093), ::testing::Bool()),
     tuned_name);
 
+// The speculative max, against the model with FA4's rule (the kernel's P~ does not change).
+INSTANTIATE_TEST_SUITE_P(Speculative, GpuFp8TunedForward,
+                         ::testing::Combine(::testing::Values(Opt{0, 128, true, true, I, false, true},
+                                                              Opt{0, 128, true, true, P, false, true}),
+                                            ::testing::Values(17, 1000), ::testing::Values(1000, 4093),
+                                            ::testing::Bool()),
+                         tuned_name);
+
+// And bit for bit against the ordinary path on the same inputs (as chapter 12's bf16 test):
+// logits x 30 make the vote fail often, logits x 1 almost never after the first tile.
+TEST(GpuFp8, SpeculativeMaxGivesTheSameBits) {
+  LADDER_REQUIRE_GPU();
+  if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
+  LADDER_TEST_SEED(seed);
+  const int N = ladder::small_mode() ? 200 : 1000;
+  for (float logits : {1.0f, 30.0f})
+    for (bool causal : {false, true}) {
+      fa3::Fp8Problem f =
+          fa3::quantize_on_host(fa3::make_problem(attention_shape(1, 16, 4, N, N, 128, causal), seed, logits), true);
+      for (fa3::Step step : {I, P}) {
+        f.forward(Opt{0, 128, true, true, step});
+        const std::vector<float> O = f.O_host(), L = f.L_host();
+        f.forward(Opt{0, 128, true, true, step, false, true});
+        const std::string what =
+            std::string(fa3::name(step)) + ", " + f.s.str() + ", logits x " + std::to_string(logits);
+        EXPECT_EQ(fa3::bits_differ(f.O_host(), O), 0u) << "O, " << what;
+        EXPECT_EQ(fa3::bits_differ(f.L_host(), L), 0u) << "L, " << what;
+      }
+    }
+}
+
 TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   const AttentionShape s = attention_shape(1, 2, 2, 64, 64, 128, false);
   const fa3::Fp8Inputs none;
@@ -630,7 +662,8 @@ TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
   }
   for (const fa3::Fp8ForwardOptions opt :
        {fa3::Fp8ForwardOptions{0, 160}, fa3::Fp8ForwardOptions{4, 224}, fa3::Fp8ForwardOptions{0, 128, false},
-        fa3::Fp8ForwardOptions{0, 224, true, false}}) {
+        fa3::Fp8ForwardOptions{0, 224, true, false},
+        fa3::Fp8ForwardOptions{0, 192, true, true, fa3::Step::IntraWg, false, true}}) {
     try {
       fa3::forward_fp8(s, none, nullptr, nullptr, opt);
       FAIL() << "key_tile " << opt.key_tile << " with poly_eighths " << opt.poly_eighths << " was accepted";
