@@ -418,6 +418,29 @@ __device__ __forceinline__ void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const s
       : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
+#define TC_D128                                                                                  \
+  "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                      \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "             \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "             \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "             \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "             \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "             \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+// P~ V at d = 256 (chapter 12's FP8 forward): O's 64 x 256 accumulator, 128 registers a thread.
+__device__ __forceinline__ void wgmma_m64n256k32_rs_e4m3(float (&d)[128], const std::uint32_t (&a)[4],
+                                                         std::uint64_t desc_b, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 " TC_D128
+      ", {%128, %129, %130, %131}, %132, p, 1, 1;\n"
+      "}\n"
+      : TC_R8(0), TC_R8(8), TC_R8(16), TC_R8(24), TC_R8(32), TC_R8(40), TC_R8(48), TC_R8(56), TC_R8(64), TC_R8(72),
+        TC_R8(80), TC_R8(88), TC_R8(96), TC_R8(104), TC_R8(112), TC_R8(120)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
+}
 __device__ __forceinline__ void wgmma_m64n64k32_rs_e4m3(float (&d)[32], const std::uint32_t (&a)[4],
                                                         std::uint64_t desc_b, int scale_d) {
   asm volatile(
@@ -431,6 +454,7 @@ __device__ __forceinline__ void wgmma_m64n64k32_rs_e4m3(float (&d)[32], const st
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 #undef TC_D32
+#undef TC_D128
 #undef TC_D96
 #undef TC_D112
 #undef TC_D64

@@ -22,6 +22,8 @@
 //                              inputs; skipped, with the reason, where it cannot run
 //   anchor:cudnn/fp8/<keys>    cuDNN's FP8 forward on e4m3 Q, K, V quantised from the same bf16
 //                              inputs with one scale per tensor (what cuDNN takes), O in e4m3
+// At d = 256 (B4 H8 N4096 and B1 H8 N16384: FA3's hidden size of 2048) only FP8 is compiled: fp8,
+// tune:fp8_keys128 (the intra-warpgroup kernel) and the two cuDNN anchors.
 // <keys> as chapter 10's bench: /d=../N=../B=../H=..[/H_kv=..]/causal=0|1. TFLOP/s with the
 // FA convention (common/work.h): 4 B H N N_kv d, halved causal, for bf16 and FP8 alike.
 #include <cuda_fp8.h>
@@ -158,8 +160,21 @@ const bool registered = [] {
     shapes.push_back(shape(1, 16, 16, 16384, 128, causal));
   }
   shapes.push_back(shape(4, 32, 8, 4096, 128, true));
+  for (bool causal : {false, true}) {
+    shapes.push_back(shape(4, 8, 8, 4096, 256, causal));
+    shapes.push_back(shape(1, 8, 8, 16384, 256, causal));
+  }
   for (const AttentionShape& s : shapes) {
     const std::string k = ladder::bench_keys(s);
+    if (s.d == 256) {  // FP8 only: the bf16 kernels and chapter 10 stop at d = 128
+      ladder::gpu_benchmark("fp8" + k, [s](benchmark::State& st) { bench_fp8(st, s); });
+      ladder::gpu_benchmark("tune:fp8_keys128" + k, [s](benchmark::State& st) {
+        bench_fp8(st, s, {0, 128, true, true, fa3::Step::IntraWg});
+      });
+      ladder::gpu_benchmark("anchor:cudnn/fp8" + k, [s](benchmark::State& st) { bench_cudnn_fp8(st, s); });
+      ladder::gpu_benchmark("anchor:cudnn/fwd" + k, [s](benchmark::State& st) { bench_cudnn(st, s); });
+      continue;
+    }
     ladder::gpu_benchmark("fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, false); });
     for (fa3::Step step : fa3::kAllSteps)
       ladder::gpu_benchmark(std::string("step:") + fa3::name(step) + k,

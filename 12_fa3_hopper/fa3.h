@@ -23,6 +23,10 @@ namespace fa3 {
 using ladder::bf16;
 
 inline constexpr int kSupportedD[] = {64, 128};
+// The FP8 forward's head dims: d = 256 doubles the GEMMs per exponential (README, "FP8 at d = 256").
+// The FP8 quantiser and host model also take d = 64 (kFp8QuantD).
+inline constexpr int kFp8SupportedD[] = {128, 256};
+inline constexpr int kFp8QuantD[] = {64, 128, 256};
 
 // The steps of the chapter, each a compile-time variant of one kernel template, each
 // adding one Hopper idea to the one before (the README's step table):
@@ -102,11 +106,12 @@ inline constexpr Step kFp8BestStep = Step::Persistent;
 // two consumer warpgroups take turns at the exponentials (fa3_forward.cuh); gemm_turns: at the
 // GEMMs (ping-pong); step: Step::Persistent (the default) or Step::IntraWg, every tuning but
 // the default's needs the latter. eager_rescale: FA2's max rule (ForwardOptions).
-// Compiled with Step::IntraWg (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4), (192, 0),
-// (224, 0), (224, 2), with both turns; (192, 0) also without exp_turns; (128, 0) and (192, 0)
-// also without gemm_turns, with or without exp_turns, and with eager_rescale. With
+// Compiled at d = 128 with Step::IntraWg (key_tile, poly_eighths): (128, 0), (128, 2), (128, 4),
+// (192, 0), (224, 0), (224, 2), with both turns; (192, 0) also without exp_turns; (128, 0) and
+// (192, 0) also without gemm_turns, with or without exp_turns, and with eager_rescale. With
 // Step::Persistent: (128, 0) and (192, 0), with both turns, and with eager_rescale. speculative_max:
-// (128, 0) with both turns, Step::IntraWg or Step::Persistent.
+// (128, 0) with both turns, Step::IntraWg or Step::Persistent. At d = 256: the defaults only
+// (128 keys, no turns at the exponentials: fa3_config.h), Step::IntraWg or Step::Persistent.
 struct Fp8ForwardOptions {
   int poly_eighths = 0;
   int key_tile = 0;

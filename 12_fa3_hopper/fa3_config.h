@@ -54,8 +54,10 @@ struct Cfg {
   static constexpr bool kIntraWg = kStep == Step::IntraWg || kStep == Step::Persistent;
   static constexpr bool kPersistent = kStep == Step::Persistent;
   // FP8: the consumers also take turns at the exponentials (the MUFU that both share), when
-  // their GEMMs overlap (intra-warpgroup and persistent steps).
-  static constexpr bool kExpTurns = kFp8 && kIntraWg && !kWithoutExpTurns;
+  // their GEMMs overlap (intra-warpgroup and persistent steps). Not at d = 256: there the GEMMs of
+  // a tile take twice as long as its exponentials, as bf16's at d = 128, and ping-pong's turn at
+  // the GEMMs keeps the two softmaxes apart (and the 2 KB of the turns' sink would not fit).
+  static constexpr bool kExpTurns = kFp8 && kIntraWg && !kWithoutExpTurns && d == 128;
   // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
   static constexpr bool kGemmTurns = kPingPong && !kWithoutGemmTurns;
   static constexpr int kThreads = kProducer ? 384 : 256;
@@ -67,9 +69,11 @@ struct Cfg {
   static constexpr bool kSpeculativeMax = kSpeculativeMax_;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
-  // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224).
+  // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224); FP8 at
+  // d = 256 (64 KB a stage, and O's 64 KB of its own) two.
   static constexpr int kStages = [] {
     if (kStagesOverride) return kStagesOverride;
+    if (kFp8 && d == 256) return 2;
     if (kFp8) return B_c == 128 ? 4 : B_c == 192 ? 3 : 2;
     return d == 64 ? 4 : 2;
   }();
@@ -111,7 +115,7 @@ struct Cfg {
   static_assert(!kWithoutGemmTurns || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kSpeculativeMax || (kIntraWg && kRescaleLog2 > 0), "speculative max: FA4's rule, intra-warpgroup");
-  static_assert(!kFp8 || d == 128, "FP8: d = 128");
+  static_assert(!kFp8 || d == 128 || (d == 256 && B_c == 128), "FP8: d = 128, or d = 256 with 128 keys");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
   static_assert(kSmemBytes <= ladder::kH200SmemPerBlock, "the stages fit in the shared memory of a CTA");
   static_assert(!kProducer || 128 * kProducerRegs + 256 * kConsumerRegs <= kThreads * kRegsAtEntry,
@@ -139,7 +143,7 @@ struct Tuning {
 // d = 128, IntraWg with key tiles of 192 or 224 keys, and with 2 or 4 eighths of the
 // exponentials on the FMA pipes (2 also with 224 keys); FP8's 192 keys also without the turns
 // at the exponentials, and persistent; FP8's 128 and 192 keys without the turns at the GEMMs,
-// with or without those at the exponentials.
+// with or without those at the exponentials; FP8 at d = 256, IntraWg and Persistent.
 // Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
 // unsupported shapes before).
 template <class F>
@@ -240,10 +244,13 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   using Bf16 = std::false_type;
   using Fp8 = std::true_type;
   if (fp8 && d == 128) return by_step(std::pair<I128, Fp8>{});
+  if (fp8 && d == 256 && step == Step::IntraWg) return f(Cfg<256, true, Step::IntraWg>{});
+  if (fp8 && d == 256 && step == Step::Persistent) return f(Cfg<256, true, Step::Persistent>{});
   if (!fp8 && d == 128) return by_step(std::pair<I128, Bf16>{});
   if (!fp8 && d == 64) return by_step(std::pair<I64, Bf16>{});
   throw std::invalid_argument("fa3: d=" + std::to_string(d) + (fp8 ? " FP8" : " bf16") +
-                              " is not compiled: bf16 at d in {64, 128}, FP8 at d = 128");
+                              " is not compiled: bf16 at d in {64, 128}, FP8 at d = 128 (every step) and d = 256 "
+                              "(Step::IntraWg, Step::Persistent)");
 }
 
 }  // namespace fa3::detail

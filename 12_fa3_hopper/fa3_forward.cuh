@@ -374,7 +374,11 @@ struct Consumer {
     for (int k = 0; k < C::kPSteps; ++k) {
       if constexpr (C::kFp8) {  // Vt_j: d rows of keys, K-major; the next 32 keys 32 bytes on, in boxes of 128
         const std::uint32_t box = k / 4, off = (k % 4) * 32;
-        tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], tc::layout::wgmma_desc_at(v, box * C::d * 128 + off), 1);
+        const std::uint64_t b = tc::layout::wgmma_desc_at(v, box * C::d * 128 + off);
+        if constexpr (C::d == 256)
+          tc::wgmma_m64n256k32_rs_e4m3(o, p_frag[k], b, 1);
+        else
+          tc::wgmma_m64n128k32_rs_e4m3(o, p_frag[k], b, 1);
       } else {  // V_j: [keys][d] boxes, MN-major; the next 16 keys 16 rows (2048 bytes) on
         const std::uint64_t b = tc::layout::wgmma_desc_at(v, k * 16 * 128);
         if constexpr (C::d == 128)

@@ -116,7 +116,7 @@ float e4m3_value(std::uint8_t bits) {
 }
 
 void hadamard_rotate_row(float* x, int d) {
-  if (d != 64 && d != 128) throw std::invalid_argument("hadamard_rotate_row: d must be 64 or 128");
+  if (d != 64 && d != 128 && d != 256) throw std::invalid_argument("hadamard_rotate_row: d must be 64, 128 or 256");
   for (int h = 1; h < d; h *= 2)
     for (int i = 0; i < d; ++i)
       if (!(i & h)) {
@@ -124,13 +124,13 @@ void hadamard_rotate_row(float* x, int d) {
         x[i] = a + b;
         x[i + h] = a - b;
       }
-  const float norm = d == 64 ? kHadamardNorm64 : kHadamardNorm128;
+  const float norm = hadamard_norm(d);
   for (int i = 0; i < d; ++i) x[i] *= norm;
 }
 
 Fp8HostTensors quantize_fp8_host(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V,
                                  const Fp8Options& opt) {
-  ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
+  ladder::validate(s, kFp8QuantD, ladder::KvHeads::Any);
   const bool per_tensor = opt.scaling == Fp8Scaling::PerTensor;
   const int d = s.d, N_kv = s.nkv(), pad = fp8_kv_pad(N_kv);
   Fp8HostTensors t;

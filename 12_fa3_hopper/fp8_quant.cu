@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "cuda_check.h"
 #include "fp8_layout.h"
@@ -55,7 +56,7 @@ __device__ void hadamard_row(float (&x)[E], int lane) {
       x[i] = upper ? y - x[i] : x[i] + y;
     }
   }
-  const float norm = E == 2 ? kHadamardNorm64 : kHadamardNorm128;
+  const float norm = E == 2 ? kHadamardNorm64 : E == 4 ? kHadamardNorm128 : kHadamardNorm256;
 #pragma unroll
   for (int i = 0; i < E; ++i) x[i] = __fmul_rn(x[i], norm);
 }
@@ -150,7 +151,10 @@ __global__ void rows_quantize(const bf16* __restrict__ X, int rows, int rows_per
     std::uint16_t packed[E / 2];
 #pragma unroll
     for (int i = 0; i < E / 2; ++i) packed[i] = e4m3x2(__fmul_rn(x[2 * i], sc), __fmul_rn(x[2 * i + 1], sc));
-    if constexpr (E == 4)
+    if constexpr (E == 8)
+      *reinterpret_cast<uint2*>(X8 + offset) =
+          make_uint2(packed[0] | unsigned(packed[1]) << 16, packed[2] | unsigned(packed[3]) << 16);
+    else if constexpr (E == 4)
       *reinterpret_cast<unsigned*>(X8 + offset) = packed[0] | unsigned(packed[1]) << 16;
     else
       *reinterpret_cast<std::uint16_t*>(X8 + offset) = packed[0];
@@ -242,7 +246,7 @@ Fp8Inputs Fp8Buffers::inputs() const {
 // Everything quantize_fp8 refuses, checked before any allocation or launch.
 void check_inputs(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V) {
   const std::string who = "fa3::quantize_fp8";
-  ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
+  ladder::validate(s, kFp8QuantD, ladder::KvHeads::Any);
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}}, 16);
   ladder::check_grid(who + " (Q)", fp8_q_scales(s));
   ladder::check_grid(who + " (K)", fp8_k_scales(s));
@@ -257,19 +261,21 @@ void quantize_fp8_into(const ladder::AttentionShape& s, const bf16* Q, const bf1
     throw std::invalid_argument("fa3::quantize_fp8: the output buffers were made for " + o.str() + ", not " + s.str() +
                                 " (construct Fp8Buffers with the same shape)");
   const bool per_tensor = opt.scaling == Fp8Scaling::PerTensor;
-  if (s.d == 64) {
-    quantize_rows<2>(Q, s.heads(), s.N, kFp8RowsPerQScale, per_tensor, opt.hadamard, out.descale_q.data(),
+  // E = d / 32 elements per lane of a row's warp.
+  auto run = [&](auto d_) {
+    constexpr int d = decltype(d_)::value, E = d / 32;
+    quantize_rows<E>(Q, s.heads(), s.N, kFp8RowsPerQScale, per_tensor, opt.hadamard, out.descale_q.data(),
                      out.Q8.data(), stream);
-    quantize_rows<2>(K, s.kv_heads(), s.nkv(), kFp8KeysPerKScale, per_tensor, opt.hadamard, out.descale_k.data(),
+    quantize_rows<E>(K, s.kv_heads(), s.nkv(), kFp8KeysPerKScale, per_tensor, opt.hadamard, out.descale_k.data(),
                      out.K8.data(), stream);
-    quantize_v<64>(V, s.kv_heads(), s.nkv(), per_tensor, out.descale_v.data(), out.Vt8.data(), stream);
-  } else {
-    quantize_rows<4>(Q, s.heads(), s.N, kFp8RowsPerQScale, per_tensor, opt.hadamard, out.descale_q.data(),
-                     out.Q8.data(), stream);
-    quantize_rows<4>(K, s.kv_heads(), s.nkv(), kFp8KeysPerKScale, per_tensor, opt.hadamard, out.descale_k.data(),
-                     out.K8.data(), stream);
-    quantize_v<128>(V, s.kv_heads(), s.nkv(), per_tensor, out.descale_v.data(), out.Vt8.data(), stream);
-  }
+    quantize_v<d>(V, s.kv_heads(), s.nkv(), per_tensor, out.descale_v.data(), out.Vt8.data(), stream);
+  };
+  if (s.d == 64)
+    run(std::integral_constant<int, 64>{});
+  else if (s.d == 128)
+    run(std::integral_constant<int, 128>{});
+  else
+    run(std::integral_constant<int, 256>{});
 }
 
 Fp8Buffers quantize_fp8(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V,

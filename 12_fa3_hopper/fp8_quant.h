@@ -33,7 +33,11 @@ const char* name(Fp8Scaling s);  // "tensor", "block"
 
 // The orthonormal scaling 1/sqrt(d) of the Walsh-Hadamard transform, one fp32 constant that
 // the kernels and the host model (fp8_emulate.cpp) multiply by, so both round alike.
-inline constexpr float kHadamardNorm64 = 0.125f, kHadamardNorm128 = 0.0883883476483184405501f;
+inline constexpr float kHadamardNorm64 = 0.125f, kHadamardNorm128 = 0.0883883476483184405501f,
+                       kHadamardNorm256 = 0.0625f;
+inline constexpr float hadamard_norm(int d) {
+  return d == 64 ? kHadamardNorm64 : d == 128 ? kHadamardNorm128 : kHadamardNorm256;
+}
 
 // Below this amax a block is treated as all zeros (448 / amax would overflow fp32).
 inline constexpr float kFp8MinAmax = 1e-30f;
@@ -71,7 +75,7 @@ struct Fp8Buffers {
 // Quantises bf16 Q [B, H, N, d], K and V [B, H_kv, N_kv, d] (device pointers, 16-byte
 // aligned) on the GPU: amax reductions, then Q8, K8 and the transposed, key-permuted,
 // padded Vt8. Throws std::invalid_argument before any launch for a bad shape, d not in
-// kSupportedD, or a null or misaligned pointer; into `out` also when out was made for
+// kFp8QuantD, or a null or misaligned pointer; into `out` also when out was made for
 // another shape.
 Fp8Buffers quantize_fp8(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V,
                         Fp8Scaling scaling, cudaStream_t stream = nullptr);

@@ -13,7 +13,7 @@ SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats); the variant is the file 
 
 Prints four Markdown blocks; with --readme, writes each between its markers
 <!-- results:12_fa3_hopper:NAME --> and <!-- /results:12_fa3_hopper:NAME --> (NAME: steps,
-anchors, fp8steps, fp8) and leaves the rest of the file alone. A file of the repository is overwritten
+anchors, fp8steps, fp8, fp8d256; --blocks picks some) and leaves the rest of the file alone. A file of the repository is overwritten
 only with --publish (else: build/local/, scripts/publish.py).
 """
 import argparse
@@ -46,6 +46,7 @@ NCU_NAME = {"step:tma": "tma", "step:warpspec": "warpspec", "step:pingpong": "pi
 D128 = "d=128/N=4096/B=4/H=16"
 N16K = "d=128/N=16384/B=1/H=16"
 GQA = "d=128/N=4096/B=4/H=32/H_kv=8"
+D256 = {"d=256/N=4096/B=4/H=8": "B4 H8 N4096 d256", "d=256/N=16384/B=1/H=8": "B1 H8 N16384 d256"}
 SHAPE = {D128: "B4 H16 N4096 d128", N16K: "B1 H16 N16384 d128"}
 TARGET_CUDNN, MOONSHOT_CUDNN = 0.9, 1.0
 TARGET_FP8, TARGET_FP8_CAUSAL, MOONSHOT_FP8, TARGET_FP8_TFLOPS = 1.4, 1.35, 1.5, 900.0
@@ -292,6 +293,24 @@ def fp8_block(rows, ncu):
     return "\n".join(out)
 
 
+def fp8_d256_block(rows, context):
+    out = ["| shape | causal | `fp8` (persistent) | `tune:fp8_keys128` (intra-warpgroup) | cuDNN FP8 | cuDNN bf16 | "
+           "`fp8` / cuDNN FP8 | `fp8` / cuDNN bf16 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for keys, shape in D256.items():
+        for c in (0, 1):
+            k = f"{keys}/causal={c}"
+            f8, iw = rows.get(("fp8", k)), rows.get(("tune:fp8_keys128", k))
+            c8, cb = rows.get(("anchor:cudnn/fp8", k)), rows.get(("anchor:cudnn/fwd", k))
+            if all(v is None for v in (f8, iw, c8, cb)):
+                continue
+            out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(f8)} | {fmt(iw)} | {fmt(c8)} | {fmt(cb)} | "
+                       f"{fmt(ratio(f8, c8), 2)}× | {fmt(ratio(f8, cb), 2)}× |")
+    out += ["", "TFLOP/s (FA convention, halved when causal), median of the benchmark's repetitions; cuDNN's "
+            "attention called from the benchmark (C++, the cuDNN frontend), FP8 on the same inputs quantised per "
+            "tensor. " + provenance(context).split(";")[0] + "."]
+    return "\n".join(out)
+
+
 def replace_block(text, name, body):
     start, end = f"<!-- results:12_fa3_hopper:{name} -->", f"<!-- /results:12_fa3_hopper:{name} -->"
     if start not in text or end not in text:
@@ -305,6 +324,7 @@ def main():
     ap.add_argument("files", nargs="+", metavar="FILE",
                     help="BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...]")
     ap.add_argument("--readme", help="the README whose blocks receive the tables")
+    ap.add_argument("--blocks", help="comma-separated block names to print and write (default: all)")
     publish.add_flag(ap)
     args = ap.parse_args()
     for f in args.files:
@@ -323,7 +343,13 @@ def main():
         if n["duration_ms"] is not None:
             ncu[Path(f).stem[len("ncu_"):]] = n
     blocks = {"steps": steps_block(rows, spread, ncu), "anchors": anchors_block(rows, anchors, context),
-              "fp8steps": fp8_steps_block(rows), "fp8": fp8_block(rows, ncu)}
+              "fp8steps": fp8_steps_block(rows), "fp8": fp8_block(rows, ncu),
+              "fp8d256": fp8_d256_block(rows, context)}
+    if args.blocks:
+        unknown = set(args.blocks.split(",")) - set(blocks)
+        if unknown:
+            ap.error(f"--blocks: no block {', '.join(sorted(unknown))} (there are {', '.join(blocks)})")
+        blocks = {k: v for k, v in blocks.items() if k in args.blocks.split(",")}
     for name, body in blocks.items():
         print(f"## {name}\n{body}\n")
     if readme:

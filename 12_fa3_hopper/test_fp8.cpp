@@ -131,7 +131,7 @@ TEST(CpuFp8Layout, KeyPermutationIsABijection) {
 // ---- Hadamard -------------------------------------------------------------------------------
 
 TEST(CpuFp8Hadamard, IsTheOrthonormalSylvesterMatrix) {
-  for (int d : fa3::kSupportedD) {
+  for (int d : fa3::kFp8QuantD) {
     std::vector<std::vector<double>> H(d);
     for (int i = 0; i < d; ++i) {  // row i of H = e_i H
       std::vector<float> x(d, 0.0f);
@@ -156,7 +156,7 @@ TEST(CpuFp8Hadamard, IsTheOrthonormalSylvesterMatrix) {
 
 TEST(CpuFp8Hadamard, LeavesScoresUnchanged) {
   LADDER_TEST_SEED(seed);
-  for (int d : fa3::kSupportedD) {
+  for (int d : fa3::kFp8QuantD) {
     auto q = ladder::random_uniform(d, seed), k = ladder::random_uniform(d, seed + 1);
     q[3] *= 50.0f;  // an outlier channel shared by q and k
     k[3] *= 50.0f;
@@ -310,7 +310,7 @@ TEST(CpuFp8Quant, DequantisedInputsAreTheModelsOperands) {
 // change moves the model by about one e4m3 rounding (so kFp8VsModel can tell).
 TEST(CpuFp8Model, QuantisedErrorWithinTheBound) {
   LADDER_TEST_SEED(seed);
-  for (int d : fa3::kSupportedD) {
+  for (int d : fa3::kFp8QuantD) {
     const AttentionShape s = attention_shape(1, 2, 1, 257, 700, d, false);
     const Inputs x = bf16_inputs(s, seed);
     const auto rows = fa3::sample_rows(s.N, 64);
@@ -457,19 +457,20 @@ std::string quant_name(const ::testing::TestParamInfo<QuantCase>& info) {
 
 INSTANTIATE_TEST_SUITE_P(EdgeShapes, GpuFp8Quant,
                          ::testing::Combine(::testing::Values(1, 17), ::testing::Values(1, 17, 300),
-                                            ::testing::Values(64, 128), ::testing::Values(1, 4), ::testing::Bool(),
+                                            ::testing::Values(64, 128, 256), ::testing::Values(1, 4), ::testing::Bool(),
                                             ::testing::Bool()),
                          quant_name);
 INSTANTIATE_TEST_SUITE_P(Long, GpuFp8Quant,
                          ::testing::Combine(::testing::Values(4093), ::testing::Values(4093),
-                                            ::testing::Values(64, 128), ::testing::Values(2), ::testing::Bool(),
+                                            ::testing::Values(64, 128, 256), ::testing::Values(2), ::testing::Bool(),
                                             ::testing::Bool()),
                          quant_name);
 
 // ---- GPU: the FP8 forward against the host model on the same quantised inputs ----------------
 
-// (N, causal, GQA group, per_tensor, hadamard); d = 128 (the FP8 kernel's only head dim).
-using ForwardCase = std::tuple<int, bool, int, bool, bool>;
+// (N, causal, GQA group, per_tensor, hadamard, d, step): d = 128 or 256 (fa3::kFp8SupportedD), the
+// default step (persistent) or the intra-warpgroup kernel.
+using ForwardCase = std::tuple<int, bool, int, bool, bool, int, fa3::Step>;
 class GpuFp8Forward : public ::testing::TestWithParam<ForwardCase> {};
 
 // The kernel against fp8_forward_model: kFp8VsModel (64 <= N_kv <= 4096; kFp8VsModelFewKeys below) on O (every row up
@@ -479,11 +480,11 @@ class GpuFp8Forward : public ::testing::TestWithParam<ForwardCase> {};
 TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   LADDER_REQUIRE_GPU();
   if (const std::string why = fa3::unavailable_reason(); !why.empty()) GTEST_SKIP() << why;
-  const auto [N, causal, group, per_tensor, hadamard] = GetParam();
+  const auto [N, causal, group, per_tensor, hadamard, d, step] = GetParam();
   if (ladder::small_mode() && N > 128) GTEST_SKIP() << "small mode: N <= 128";
   LADDER_TEST_SEED(seed);
   const AttentionShape s =
-      N > 1000 ? attention_shape(1, group, 1, N, N, 128, causal) : attention_shape(2, 2 * group, 2, N, N, 128, causal);
+      N > 1000 ? attention_shape(1, group, 1, N, N, d, causal) : attention_shape(2, 2 * group, 2, N, N, d, causal);
   ASSERT_LE(s.nkv(), fa3::kFp8VsModelMaxKeys) << "kFp8VsModel holds up to this many keys (fp8_vs_model_bound beyond)";
   const Inputs x = bf16_inputs(s, seed);
   const fa3::Fp8Options opt{per_tensor ? fa3::Fp8Scaling::PerTensor : fa3::Fp8Scaling::PerBlock, hadamard};
@@ -493,13 +494,16 @@ TEST_P(GpuFp8Forward, MatchesTheHostModel) {
   const fa3::Fp8Buffers in = fa3::quantize_fp8(s, Q.data(), K.data(), V.data(), opt);
   O.poison();
   L.poison();
-  fa3::forward_fp8(s, in.inputs(), O.data(), L.data());
+  fa3::Fp8ForwardOptions fwd;
+  fwd.step = step;
+  fa3::forward_fp8(s, in.inputs(), O.data(), L.data(), fwd);
   const auto rows = fa3::sample_rows(s.N, N > 1000 ? 256 : N);
   const auto O_gpu = fa3::gather_rows(s, ladder::from_bf16(O.download()), rows);
   const auto t = fa3::quantize_fp8_host(s, x.Q.data(), x.K.data(), x.V.data(), opt);
   const auto model = fa3::fp8_forward_model(t, rows);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
-  const std::string what = s.str() + ", " + fa3::name(opt.scaling) + (hadamard ? ", hadamard" : "");
+  const std::string what =
+      s.str() + ", " + fa3::name(step) + ", " + fa3::name(opt.scaling) + (hadamard ? ", hadamard" : "");
   EXPECT_TRUE(ladder::matches(O_gpu, model.O, fa3::fp8_vs_model(s.nkv()))) << "O vs the host model, " << what;
   EXPECT_TRUE(ladder::matches(O_gpu, ref.O, fa3::kFp8VsFp64)) << "O vs fp64, " << what;
   const auto L_all = L.download();
@@ -671,17 +675,44 @@ TEST(CpuFp8Tunings, OnlyTheCompiledOnesAreAccepted) {
       EXPECT_NE(std::string(e.what()).find("is not compiled"), std::string::npos) << e.what();
     }
   }
+  // d = 256: the defaults at the intra-warpgroup and persistent steps only; d = 64 not at all.
+  const AttentionShape s256 = attention_shape(1, 2, 2, 64, 64, 256, false);
+  for (const fa3::Fp8ForwardOptions opt :
+       {Opt{0, 192}, Opt{2, 128}, Opt{0, 128, false}, Opt{0, 128, true, false, I}, Opt{0, 128, true, true, P, true},
+        Opt{0, 128, true, true, I, false, true}, Opt{0, 128, true, true, fa3::Step::PingPong}}) {
+    try {
+      fa3::forward_fp8(s256, none, nullptr, nullptr, opt);
+      FAIL() << "d = 256 with " << tuning_name(opt) << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("compiled"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    fa3::forward_fp8(attention_shape(1, 2, 2, 64, 64, 64, false), none, nullptr, nullptr);
+    FAIL() << "FP8 at d = 64 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("d in {128, 256}"), std::string::npos) << e.what();
+  }
 }
 
 std::string forward_name(const ::testing::TestParamInfo<ForwardCase>& info) {
-  const auto [N, causal, group, per_tensor, hadamard] = info.param;
+  const auto [N, causal, group, per_tensor, hadamard, d, step] = info.param;
   return "N" + std::to_string(N) + (causal ? "_causal" : "") + "_g" + std::to_string(group) +
-         (per_tensor ? "_tensor" : "_block") + (hadamard ? "_hadamard" : "");
+         (per_tensor ? "_tensor" : "_block") + (hadamard ? "_hadamard" : "") +
+         (d != 128 ? "_d" + std::to_string(d) : "") +
+         (step != fa3::kFp8BestStep ? "_" + std::string(fa3::name(step)) : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, GpuFp8Forward,
                          ::testing::Combine(::testing::Values(1, 17, 1000, 4093), ::testing::Bool(),
-                                            ::testing::Values(1, 4), ::testing::Bool(), ::testing::Bool()),
+                                            ::testing::Values(1, 4), ::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Values(128), ::testing::Values(fa3::kFp8BestStep)),
+                         forward_name);
+// d = 256: its two compiled steps (fa3_config.h), every edge of the tiles, GQA, both scalings.
+INSTANTIATE_TEST_SUITE_P(D256, GpuFp8Forward,
+                         ::testing::Combine(::testing::Values(1, 17, 1000, 4093), ::testing::Bool(),
+                                            ::testing::Values(1, 4), ::testing::Bool(), ::testing::Values(false),
+                                            ::testing::Values(256), ::testing::Values(P, I)),
                          forward_name);
 
 }  // namespace

@@ -28,8 +28,9 @@ namespace ladder {
 
 class CudnnAttention {
  public:
-  // The head dims it is compared at: the bf16 chapters' (cuDNN itself takes more).
-  static constexpr int kSupportedD[] = {64, 128};
+  // The head dims it is compared at: the bf16 chapters' and chapter 12's FP8 at 256 (cuDNN itself
+  // takes more).
+  static constexpr int kSupportedD[] = {64, 128, 256};
   enum class Pass { Forward, Backward, ForwardFp8 };
 
   // "" when cuDNN's attention can run in this process; otherwise why not: not built (its
