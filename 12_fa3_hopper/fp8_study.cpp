@@ -41,7 +41,8 @@ constexpr const char* kUsage =
     "  --csv PATH         write every measurement as CSV (default: none)\n"
     "  --bf16 WHICH       the bf16 baseline: fa3, fa2tc (chapter 10), auto (default: fa3, else fa2tc) or none\n"
     "  --rows R           sampled query rows per head for the fp64 reference (default 128)\n"
-    "  --H H              heads (default 2; B = 1, d = 128)\n"
+    "  --H H              heads (default 2; B = 1)\n"
+    "  --d D              head dim, 128 (default) or 256 (FP8 only: the bf16 kernels stop at 128)\n"
     "  --Ns a,b,...       sequence lengths of the N sweep (default 1024,2048,...,65536)\n"
     "  --sweep-N N        sequence length of the logit and outlier sweeps (default 4096)\n"
     "  --outlier-qx S     logit scale of the outlier sweep (default 10: there the scores' error matters)\n"
@@ -49,7 +50,7 @@ constexpr const char* kUsage =
     "  --seed S           inputs' seed (default 2024: the model's numbers are reproducible)\n"
     "  --inputs D         uniform (default: U[-1, 1), the tests' inputs) or gaussian (same rms 1/sqrt(3))\n";
 
-// Four of the 128 channels of Q and K carry the outliers (spread out, not adjacent).
+// Four of the first 128 channels of Q and K carry the outliers (spread out, not adjacent).
 constexpr int kOutlierChannels[] = {7, 35, 66, 100};
 
 struct Point {
@@ -114,14 +115,14 @@ std::string num(double v) {
 
 class Study {
  public:
-  Study(int H, int rows, std::string bf16, bool gpu_fp8, std::uint64_t seed, bool gaussian)
-      : H_(H), rows_(rows), bf16_(bf16), seed_(seed), gaussian_(gaussian) {
+  Study(int H, int d, int rows, std::string bf16, bool gpu_fp8, std::uint64_t seed, bool gaussian)
+      : H_(H), d_(d), rows_(rows), bf16_(bf16), seed_(seed), gaussian_(gaussian) {
     gpu_ = ladder::device().available;
     fp8_reason_ = !gpu_ ? "no GPU" : !gpu_fp8 ? "--gpu-fp8 off" : fa3::unavailable_reason();
   }
 
   std::vector<Row> run(const Point& p) {
-    const ladder::AttentionShape s{1, H_, p.N, 128, false};
+    const ladder::AttentionShape s{1, H_, p.N, d_, false};
     const auto x = make_inputs(s, p, seed_, gaussian_);
     const auto rows = fa3::sample_rows(s.N, rows_);
     const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
@@ -228,7 +229,7 @@ class Study {
     }
   }
 
-  int H_, rows_;
+  int H_, d_, rows_;
   std::string bf16_;
   std::uint64_t seed_;
   bool gaussian_;
@@ -245,6 +246,7 @@ int main(int argc, char** argv) {
     const std::string bf16 = args.choice("--bf16", {"fa3", "fa2tc", "auto", "none"}, "auto");
     const int rows = int(args.integer("--rows", 128, 2, 4096));
     const int H = int(args.integer("--H", 2, 1, 64));
+    const int d = std::stoi(args.choice("--d", {"128", "256"}, "128"));
     const auto Ns = args.integers("--Ns", {1024, 2048, 4096, 8192, 16384, 32768, 65536}, 1, 1 << 20);
     const int sweep_N = int(args.integer("--sweep-N", 4096, 1, 1 << 20));
     const std::string gpu_fp8 = args.choice("--gpu-fp8", {"on", "off"}, "on");
@@ -253,15 +255,15 @@ int main(int argc, char** argv) {
     const std::string inputs = args.choice("--inputs", {"uniform", "gaussian"}, "uniform");
     args.done();
     for (long long N : Ns)
-      ladder::check_cpu_work("the fp64 rows at N=" + std::to_string(N), double(H) * rows * N * 128 * 8, 1e12);
+      ladder::check_cpu_work("the fp64 rows at N=" + std::to_string(N), double(H) * rows * N * d * 8, 1e12);
 
     std::vector<Point> points;
     for (long long N : Ns) points.push_back({"N", int(N), 1.0f, 1.0f});
     for (float q : {1.0f, 3.0f, 10.0f, 30.0f}) points.push_back({"logit", sweep_N, q, 1.0f});
     for (float f : {1.0f, 10.0f, 30.0f, 100.0f}) points.push_back({"outlier", sweep_N, outlier_q, f});
 
-    Study study(H, rows, bf16, gpu_fp8 == "on", seed, inputs == "gaussian");
-    std::printf("FP8 accuracy study: B=1 H=%d d=128, %s inputs, %d sampled rows per head, seed %llu; %s\n", H,
+    Study study(H, d, rows, bf16, gpu_fp8 == "on", seed, inputs == "gaussian");
+    std::printf("FP8 accuracy study: B=1 H=%d d=%d, %s inputs, %d sampled rows per head, seed %llu; %s\n", H, d,
                 inputs.c_str(), rows, static_cast<unsigned long long>(seed), study.gpu_note().c_str());
     std::printf(
         "rel L2 of O vs fp64 (gpu / model)\n%-8s %6s %5s %5s | %9s | %-17s | %-17s | %-17s | %-17s | %9s %9s %9s %9s\n",
