@@ -7,10 +7,10 @@
 //                padding rows up to N_pad get L2 = +inf: their P is exactly 0. D of the padding
 //                rows is 0. The main kernel reads a query tile's rows of each at once (one bulk
 //                copy), so both are padded to N_pad rows per head (128 rows: the largest query
-//                tile). The same pass zeroes the row's d floats of the dQ accumulator, and the
-//                first row of each 64-row block that block's flags: a pass over the rows that
-//                reads them anyway writes the zeros, instead of a memset over the accumulator
-//                of its own (FA3's preprocessing does the same).
+//                tile). The same pass zeroes the row's d floats of the dQ accumulator (and, in
+//                the first row of each 64-row block, that block's flags): the zeros are written
+//                by the pass that visits every row anyway, not by a memset's second pass over
+//                the accumulator (FA3's preprocessing does the same).
 //   postprocess  dQ = scale * dQ_acc, read from the accumulator's 64 x 64 blocks
 //                (fa3_bwd_layout.h), written as bf16 rows: 8 columns per thread, two 16-byte
 //                units of the block in, one 16-byte unit of dQ out.
