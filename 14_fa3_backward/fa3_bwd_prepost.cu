@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "09_tensor_core_matmul/mma.cuh"
 #include "cuda_check.h"
 #include "fa3_bwd_config.h"
 #include "fa3_bwd_layout.h"
@@ -38,12 +39,6 @@ __device__ void unpack8(const uint4& u, float (&f)[8]) {
     const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&w[k]));
     f[2 * k] = v.x, f[2 * k + 1] = v.y;
   }
-}
-
-// Two fp32 rounded to bf16, the first in the low half (the lower address).
-__device__ std::uint32_t pack2(float lo, float hi) {
-  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const std::uint32_t*>(&h);
 }
 
 template <int d>
@@ -97,8 +92,8 @@ __global__ void __launch_bounds__(kThreads) postprocess_kernel(const float* __re
   const float4 a = __ldcs(reinterpret_cast<const float4*>(block + layout::chunk_offset(r, c)));
   const float4 b = __ldcs(reinterpret_cast<const float4*>(block + layout::chunk_offset(r, c + 4)));
   uint4 u;
-  u.x = pack2(a.x * scale, a.y * scale), u.y = pack2(a.z * scale, a.w * scale);
-  u.z = pack2(b.x * scale, b.y * scale), u.w = pack2(b.z * scale, b.w * scale);
+  u.x = tc::pack_bf16x2(a.x * scale, a.y * scale), u.y = tc::pack_bf16x2(a.z * scale, a.w * scale);
+  u.z = tc::pack_bf16x2(b.x * scale, b.y * scale), u.w = tc::pack_bf16x2(b.z * scale, b.w * scale);
   *reinterpret_cast<uint4*>(dQ + row * d + col) = u;
 }
 
