@@ -64,6 +64,23 @@ LADDER_HOST_DEVICE inline int snake_place(int t, int G, int places) {
   return round % 2 == 1 ? round * G + in_round - 1 - t % G : t;
 }
 
+// Place u of the forward's walk (after the snake draft) as (row tile i, query head b H + h). The
+// walk is the block mask's sorted rows `order` (T_r per list, one list per (b, h) of the mask:
+// B_m H_m lists) taken once per copy, one copy per (b, h) the lists are broadcast over:
+// (B / B_m) (H / H_m) copies. Across heads, each sorted row is taken by every copy before the next
+// row; head by head, each copy walks all the lists before the next copy. Every (i, b H + h) of
+// the shape comes once. Host and device: the CPU tests check it for every broadcast.
+struct WalkPlace {
+  int i, head;
+};
+LADDER_HOST_DEVICE inline WalkPlace walk_place(int u, const int* order, bool across_heads, int T_r, int B, int H,
+                                               int B_m, int H_m) {
+  const int copies = (B / B_m) * (H / H_m), rows = T_r * B_m * H_m;
+  const int copy = across_heads ? u % copies : u / rows, r = order[across_heads ? u / copies : u % rows];
+  const int list = r / T_r, b = B_m == 1 ? copy / (H / H_m) : list / H_m, h = H_m == 1 ? copy % (H / H_m) : list % H_m;
+  return {r % T_r, b * H + h};
+}
+
 // Empty when this process can run the kernels; otherwise why not.
 std::string unavailable_reason();
 

@@ -24,6 +24,12 @@ const char* name(Kind k) {
 }
 
 std::string Variant::str() const {
+  const std::string extents = std::string(docs_per_batch ? ",ids per batch" : "") +
+                              (mask_per_batch ? ",lists per batch" : "") + (mask_per_head ? ",lists per head" : "");
+  return name_and_parameter() + extents;
+}
+
+std::string Variant::name_and_parameter() const {
   switch (kind) {
     case Kind::Window: return "window=" + std::to_string(window);
     case Kind::Documents: return "documents=" + std::to_string(doc_lengths.size()) + (doc_ids_only ? ",ids" : "");
@@ -39,11 +45,19 @@ ModsData::ModsData(const Variant& v, const ladder::AttentionShape& s) {
     if (s.nkv() != s.N) throw std::invalid_argument("documents: N_kv must equal N (one packed sequence)");
     if (std::accumulate(v.doc_lengths.begin(), v.doc_lengths.end(), 0) != s.N)
       throw std::invalid_argument("documents: the lengths must sum to N=" + std::to_string(s.N));
+    if (v.docs_per_batch && !v.doc_ids_only)
+      throw std::invalid_argument("documents: docs_per_batch needs doc_ids_only (the varlen layout packs one batch)");
     cu_seqlens.push_back(0);
     for (int d = 0; d < int(v.doc_lengths.size()); ++d) {
       doc.insert(doc.end(), v.doc_lengths[d], d);
       cu_seqlens.push_back(cu_seqlens.back() + v.doc_lengths[d]);
     }
+    const int n_docs = int(v.doc_lengths.size());
+    for (int b = 1; v.docs_per_batch && b < s.B; ++b)  // batch b: the lengths rotated by b
+      for (int d = 0; d < n_docs; ++d) {
+        const int r = (d + b) % n_docs;
+        doc.insert(doc.end(), v.doc_lengths[r], d);
+      }
   }
   if (v.kind == Kind::Alibi)
     for (int h = 0; h < s.H; ++h) slopes.push_back(alibi_slope(h, s.H));
@@ -74,8 +88,10 @@ Mods reference_mods(const Variant& v, const ladder::AttentionShape& s, const Mod
 }
 
 BlockMask block_mask(const Variant& v, const ladder::AttentionShape& s, const ModsData& h, int B_r) {
+  if (v.docs_per_batch && !v.mask_per_batch)
+    throw std::invalid_argument("block_mask: documents per batch need a block mask per batch (mask_per_batch)");
   return with_mods(v, s, h.pointers(), [&](auto mask, auto) {
-    return make_block_mask(mask, 1, 1, s.N, s.nkv(), B_r, kB_c);  // the built-ins depend on neither b nor h
+    return make_block_mask(mask, v.mask_per_batch ? s.B : 1, v.mask_per_head ? s.H : 1, s.N, s.nkv(), B_r, kB_c);
   });
 }
 

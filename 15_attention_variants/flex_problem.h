@@ -28,7 +28,17 @@ struct Variant {
   bool doc_ids_only = false;     // Documents: the mask from the ids alone (Document: no spans)
   double tile_density = 0.25;    // Tiles: the fraction of 128 x 128 tiles on (random, seeded)
   std::uint64_t seed = 1;        // Tiles
-  std::string str() const;       // "window=1024", "documents=7", ...
+  // Documents with doc_ids_only: each batch packs its own documents (batch b's lengths are
+  // doc_lengths rotated by b), so the mask depends on the batch.
+  bool docs_per_batch = false;
+  // The block masks' extents: a list per batch and per head (true), or one list that every batch
+  // or head shares (false, FlexAttention's B = 1 or H = 1). A mask that depends on b needs
+  // mask_per_batch; the built-ins depend on neither b nor h otherwise.
+  bool mask_per_batch = false, mask_per_head = false;
+  std::string str() const;  // "window=1024", "documents=7", ... (and the extents when not the defaults)
+
+ private:
+  std::string name_and_parameter() const;
 };
 
 // The per-token and per-head data the functors read, on the host (for the reference and the
@@ -41,7 +51,7 @@ struct ModsPointers {
   int T_k;
 };
 struct ModsData {
-  std::vector<int> doc;              // Documents: [N] document of each position
+  std::vector<int> doc;              // Documents: [N] (or [B][N], docs_per_batch) document of each position
   std::vector<int> cu_seqlens;       // Documents: [documents + 1] first position of each, then N
   std::vector<float> slopes;         // Alibi: [H]
   std::vector<unsigned char> tiles;  // Tiles: [ceil(N / 128)][ceil(N_kv / 128)]
@@ -66,8 +76,11 @@ decltype(auto) with_mods(const Variant& v, const ladder::AttentionShape& s, cons
     case Kind::Dense: return f(NoMask{}, NoScoreMod{});
     case Kind::Causal: return f(Causal{offset}, NoScoreMod{});
     case Kind::Window: return f(SlidingWindow{v.window, 0, offset}, NoScoreMod{});
-    case Kind::Documents:  // (ids: row strides 0, every batch packs the same documents)
-      if (v.doc_ids_only) return f(CausalDocument{Document{at.doc, at.doc, 0, 0}, Causal{offset}}, NoScoreMod{});
+    case Kind::Documents:  // (ids: row strides 0 where every batch packs the same documents)
+      if (v.doc_ids_only) {
+        const int stride = v.docs_per_batch ? s.N : 0;
+        return f(CausalDocument{Document{at.doc, at.doc, stride, stride}, Causal{offset}}, NoScoreMod{});
+      }
       return f(CausalPackedDocuments{PackedDocuments{at.doc, at.cu_seqlens}, Causal{offset}}, NoScoreMod{});
     case Kind::PrefixLM: return f(PrefixLM{v.prefix}, NoScoreMod{});
     case Kind::Softcap: return f(Causal{offset}, Softcap{v.cap});

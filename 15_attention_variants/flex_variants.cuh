@@ -118,8 +118,8 @@ struct FlexForward {
   }
   __device__ bool last_first(const fa3::detail::Params&) const { return true; }
   // The t-th row tile of the walk, in the block mask's order (flex.cpp): head by head, each
-  // head's rows heaviest first; or across heads, heaviest first. A block mask shared by every
-  // head (B = H = 1) has one list of rows, taken once per head.
+  // head's rows heaviest first; or across heads, heaviest first. A list the block mask shares
+  // between heads (its B or H is 1) is taken once per head that shares it (walk_place).
   //
   // CTA c takes the tiles t = c, c + G, c + 2 G, ... (G CTAs): one per round. Handed out in
   // the sorted order round after round, CTA 0 would get the heaviest tile of every round; in a
@@ -127,11 +127,8 @@ struct FlexForward {
   // alternate between the CTAs and their sums come out about even.
   __device__ fa3::detail::RowTile row_tile(int t, const fa3::detail::Params& p) const {
     t = snake_place(t, static_cast<int>(gridDim.x), p.T_r * p.heads);
-    if (bm.B == 1 && bm.H == 1)
-      return bm.across_heads ? fa3::detail::RowTile{bm.order[t / p.heads], t % p.heads}
-                             : fa3::detail::RowTile{bm.order[t % p.T_r], t / p.T_r};
-    const int r = bm.order[t];  // a list per head: row r is head r / T_r's row tile r % T_r
-    return {r % p.T_r, r / p.T_r};
+    const WalkPlace w = walk_place(t, bm.order, bm.across_heads, p.T_r, p.heads / H, H, bm.B, bm.H);
+    return {w.i, w.head};
   }
 };
 

@@ -119,6 +119,34 @@ TEST(CpuFlex, TheWalkOrderIsAPermutationHeaviestFirst) {
   }
 }
 
+// The forward's walk with a block mask shared over the batch, the heads, both or neither: every
+// (row tile, head) of the shape once, each on a row of its own list, across heads or head by head.
+TEST(CpuFlex, TheWalkCoversEveryHeadForEveryBroadcast) {
+  const int B = 3, H = 4, N = 700;
+  const variants::SlidingWindow window{100, 0, 0};
+  for (int B_m : {1, B})
+    for (int H_m : {1, H}) {
+      const variants::BlockMask m = variants::make_block_mask(window, B_m, H_m, N, N, 128, 128);
+      for (bool across : {false, true}) {
+        const std::vector<int> order = variants::detail::heaviest_first(m, across);
+        ASSERT_EQ(int(order.size()), m.T_r * B_m * H_m);
+        std::vector<int> seen(std::size_t(m.T_r) * B * H, 0);
+        for (int u = 0; u < m.T_r * B * H; ++u) {
+          const variants::WalkPlace w = variants::walk_place(u, order.data(), across, m.T_r, B, H, B_m, H_m);
+          ASSERT_TRUE(w.i >= 0 && w.i < m.T_r && w.head >= 0 && w.head < B * H)
+              << "B_m " << B_m << " H_m " << H_m << " place " << u;
+          ++seen[std::size_t(w.head) * m.T_r + w.i];
+          // The row the walk took is the row tile i of the list that (b, h) reads.
+          const int b = w.head / H, h = w.head % H, list = (B_m == 1 ? 0 : b) * H_m + (H_m == 1 ? 0 : h);
+          const int r = order[across ? u / ((B / B_m) * (H / H_m)) : u % (m.T_r * B_m * H_m)];
+          EXPECT_EQ(r, list * m.T_r + w.i) << "B_m " << B_m << " H_m " << H_m << " place " << u;
+        }
+        for (std::size_t k = 0; k < seen.size(); ++k)
+          ASSERT_EQ(seen[k], 1) << "B_m " << B_m << " H_m " << H_m << " across " << across << ": (head, i) " << k;
+      }
+    }
+}
+
 // The backward's launch order: per list, every key tile once, the longest walk first.
 TEST(CpuFlex, TheBackwardLaunchesTheLongestWalksFirst) {
   std::vector<int> doc(4096);
@@ -223,10 +251,40 @@ TEST(GpuFlex, PersistentWalksSeveralRowTilesPerCta) {
   Variant window = variant(Kind::Window);
   window.window = 20;
   expect_correct(window, attention_shape(2, 64, 64, 300, 100, 128, false), seed);
-  if (ladder::small_mode()) return;
+}
+TEST(GpuFlex, PersistentWalksOfSparseTiles) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  if (ladder::small_mode())
+    GTEST_SKIP() << "small mode (compute-sanitizer): PersistentWalksSeveralRowTilesPerCta covers it";
   Variant tiles = variant(Kind::Tiles);
   tiles.tile_density = 0.3;
   expect_correct(tiles, attention_shape(1, 32, 32, 1100, 1100, 128, false), seed);
+}
+
+// A block mask with a list per batch, per head, both or neither (FlexAttention's B, H of 1 or
+// the shape's), forward and backward against the element mask's fp64 reference: a window that
+// depends on neither (MHA; GQA with one list for the heads), and documents that differ per batch.
+// (The forward once read its walk past the lists where exactly one extent was shared.)
+TEST(GpuFlex, BlockMasksSharedOverEitherExtent) {
+  VARIANTS_REQUIRE_SM90A();
+  LADDER_TEST_SEED(seed);
+  const bool small = ladder::small_mode();
+  for (bool per_batch : {false, true})
+    for (bool per_head : {false, true}) {
+      Variant window = variant(Kind::Window);
+      window.window = 100, window.mask_per_batch = per_batch, window.mask_per_head = per_head;
+      expect_correct(window, attention_shape(2, 4, 4, small ? 300 : 600, small ? 300 : 600, 64, false), seed);
+      if (!per_head)  // GQA 4:2: a CTA of the backward walks one list for all the heads of its group
+        expect_correct(window, attention_shape(2, 4, 2, small ? 300 : 600, small ? 300 : 600, 128, false), seed);
+      if (!per_batch) continue;
+      Variant docs = variant(Kind::Documents);
+      docs.doc_ids_only = true, docs.docs_per_batch = true, docs.mask_per_batch = true, docs.mask_per_head = per_head;
+      docs.doc_lengths = small ? std::vector<int>{40, 150, 1, 109} : std::vector<int>{300, 17, 700, 1, 482};
+      int N = 0;
+      for (int n : docs.doc_lengths) N += n;
+      expect_correct(docs, attention_shape(2, 2, 2, N, N, 128, false), seed);
+    }
 }
 
 // Large sequences and sparse tiles: the walk skips whole tiles (every row keeps at least one).

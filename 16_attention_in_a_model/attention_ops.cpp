@@ -2,6 +2,7 @@
 #include "attention_ops.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -14,6 +15,7 @@
 #include "15_attention_variants/flex.h"
 #include "cuda_check.h"
 #include "device.h"
+#include "launch.h"
 
 namespace ops {
 
@@ -48,7 +50,20 @@ void check_parameters(const Variant& v) {
   if (v.mask == Mask::Documents && v.doc == nullptr) bad("documents: the document ids are missing");
   if (v.score == ScoreMod::Softcap && !(v.softcap > 0.0f)) bad("softcap: the cap must be > 0");
   if (v.score == ScoreMod::Alibi && v.slopes == nullptr) bad("alibi: the slopes are missing");
+  const auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 4 == 0; };
+  if (v.mask == Mask::Documents && !aligned(v.doc)) bad("documents: the document ids must be 4-byte aligned (int32)");
+  if (v.score == ScoreMod::Alibi && !aligned(v.slopes)) bad("alibi: the slopes must be 4-byte aligned (fp32)");
 }
+
+namespace {
+// The kernels read the ids and the slopes element by element: on a machine with a GPU, ask the
+// driver that they are device memory (a host address would lose the CUDA context to an illegal
+// access in the middle of a kernel).
+void check_variant_memory(const Variant& v) {
+  if (v.mask == Mask::Documents) ladder::check_pointers("documents", {{"doc", v.doc}}, alignof(int));
+  if (v.score == ScoreMod::Alibi) ladder::check_pointers("alibi", {{"slopes", v.slopes}}, alignof(float));
+}
+}  // namespace
 
 Kernels choose(const ladder::AttentionShape& shape, Mask mask, ScoreMod score, bool hopper, bool any_gpu) {
   const ladder::AttentionShape s = ladder::validate(shape, fa3::kSupportedD, ladder::KvHeads::Any);
@@ -158,6 +173,7 @@ const variants::DeviceBlockMask& block_mask(const ladder::AttentionShape& s, con
 void forward(const ladder::AttentionShape& shape, const Variant& v, const bf16* Q, const bf16* K, const bf16* V,
              bf16* O, float* L, cudaStream_t stream) {
   check_parameters(v);
+  check_variant_memory(v);
   const Kernels k = choose(shape, v.mask, v.score);
   const ladder::AttentionShape s = plain_shape(shape, v.mask);
   if (k == Kernels::Fa3) return fa3::forward(s, Q, K, V, O, L, fa3_options(s), stream);
@@ -179,6 +195,7 @@ void backward(const ladder::AttentionShape& shape, const Variant& v, const bf16*
               const bf16* O, const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               cudaStream_t stream) {
   check_parameters(v);
+  check_variant_memory(v);
   const Kernels k = choose(shape, v.mask, v.score);
   const ladder::AttentionShape s = plain_shape(shape, v.mask);
   if (k == Kernels::Fa3) return fa3bwd::backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, stream);

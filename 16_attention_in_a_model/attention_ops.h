@@ -62,7 +62,8 @@ Kernels choose(const ladder::AttentionShape& s, Mask mask, ScoreMod score, bool 
 Kernels choose(const ladder::AttentionShape& s, Mask mask, ScoreMod score);
 
 // The variant's parameters (a window's bounds, a prefix, a cap, the document ids and the slopes
-// present): throws std::invalid_argument naming the bad one. forward() and backward() call it.
+// present and 4-byte aligned): throws std::invalid_argument naming the bad one. forward() and
+// backward() call it, then ask the driver that the ids and the slopes are device memory.
 void check_parameters(const Variant& v);
 
 // O and L. Every check of the chosen chapter runs before its launch (null or misaligned pointers).

@@ -9,8 +9,10 @@
 #include <cstdint>
 #include <string>
 
+#include "10_fa2_tensor_cores/fa2_tc.h"
 #include "11_flash_decoding/flash_decoding.h"
 #include "12_fa3_hopper/fa3.h"
+#include "14_fa3_backward/fa3_bwd.h"
 #include "attention_ops.h"
 #include "device.h"
 
@@ -46,6 +48,22 @@ ops::KvCache cache(std::uintptr_t K, std::uintptr_t V, int capacity, std::uintpt
   else
     c.num_pages = num_pages, c.page_size = page_size, c.max_pages_per_seq = max_pages_per_seq;
   return c;
+}
+
+// A step of a chapter by its name ("intrawg", "bulk", ...), or std::invalid_argument naming them all.
+template <class Step, std::size_t N>
+Step step_named(const std::string& who, const std::string& n, const Step (&all)[N]) {
+  std::string names;
+  for (Step s : all) {
+    if (n == name(s)) return s;
+    names += std::string(names.empty() ? "" : ", ") + name(s);
+  }
+  throw std::invalid_argument(who + ": step '" + n + "' is not one of: " + names);
+}
+
+ladder::AttentionShape with_causal(ladder::AttentionShape s, bool causal) {
+  s.causal = causal;
+  return s;
 }
 
 }  // namespace
@@ -111,6 +129,60 @@ NB_MODULE(_C, m) {
                       at<const ladder::bf16>(K), at<const ladder::bf16>(V), at<const ladder::bf16>(O),
                       at<const float>(L), at<const ladder::bf16>(dO), at<ladder::bf16>(dQ), at<ladder::bf16>(dK),
                       at<ladder::bf16>(dV), at<float>(workspace), stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+
+  // One chapter's kernel by name, for the accuracy tests that hold every chapter to flash-attention's
+  // criterion (tests/test_chapters_accuracy.py): chapter 10 ("fa2") or 12 ("fa3", a step, FA2's max
+  // rule with eager_rescale) forward; chapter 10 ("fa2", dQ path) or 14 ("fa3", a step) backward.
+  m.def(
+      "chapter_forward",
+      [](const std::string& chapter, const std::string& step, bool eager_rescale, const ladder::AttentionShape& s,
+         bool causal, std::uintptr_t Q, std::uintptr_t K, std::uintptr_t V, std::uintptr_t O, std::uintptr_t L,
+         std::uintptr_t stream) {
+        const ladder::AttentionShape c = with_causal(s, causal);
+        if (chapter == "fa2") {
+          if (eager_rescale || !step.empty())
+            throw std::invalid_argument("chapter_forward: chapter 10's forward takes no step and no max rule");
+          return fa2tc::forward(c, at<const ladder::bf16>(Q), at<const ladder::bf16>(K), at<const ladder::bf16>(V),
+                                at<ladder::bf16>(O), at<float>(L), stream_at(stream));
+        }
+        if (chapter != "fa3") throw std::invalid_argument("chapter_forward: chapter '" + chapter + "': fa2 or fa3");
+        fa3::ForwardOptions o;
+        o.step = step.empty() ? fa3::kBestStep : step_named("chapter_forward", step, fa3::kAllSteps);
+        o.eager_rescale = eager_rescale;
+        fa3::forward(c, at<const ladder::bf16>(Q), at<const ladder::bf16>(K), at<const ladder::bf16>(V),
+                     at<ladder::bf16>(O), at<float>(L), o, stream_at(stream));
+      },
+      nb::call_guard<nb::gil_scoped_release>());
+  m.def("chapter_backward_workspace_floats",
+        [](const std::string& chapter, const ladder::AttentionShape& s, bool causal) {
+          const ladder::AttentionShape c = with_causal(s, causal);
+          return chapter == "fa2" ? fa2tc::backward_workspace_floats(c, fa2tc::DqPath::Deterministic)
+                                  : fa3bwd::backward_workspace_floats(c);
+        });
+  m.def(
+      "chapter_backward",
+      [](const std::string& chapter, const std::string& step, const ladder::AttentionShape& s, bool causal,
+         std::uintptr_t Q, std::uintptr_t K, std::uintptr_t V, std::uintptr_t O, std::uintptr_t L, std::uintptr_t dO,
+         std::uintptr_t dQ, std::uintptr_t dK, std::uintptr_t dV, std::uintptr_t workspace, std::uintptr_t stream) {
+        const ladder::AttentionShape c = with_causal(s, causal);
+        const auto* q = at<const ladder::bf16>(Q);
+        const auto* k = at<const ladder::bf16>(K);
+        const auto* v = at<const ladder::bf16>(V);
+        const auto* o = at<const ladder::bf16>(O);
+        const auto* d_o = at<const ladder::bf16>(dO);
+        if (chapter == "fa2") {
+          fa2tc::BackwardOptions b;
+          b.path = step.empty() ? fa2tc::DqPath::Atomic : step_named("chapter_backward", step, fa2tc::kAllDqPaths);
+          return fa2tc::backward(c, q, k, v, o, at<const float>(L), d_o, at<ladder::bf16>(dQ), at<ladder::bf16>(dK),
+                                 at<ladder::bf16>(dV), at<float>(workspace), b, stream_at(stream));
+        }
+        if (chapter != "fa3") throw std::invalid_argument("chapter_backward: chapter '" + chapter + "': fa2 or fa3");
+        fa3bwd::BackwardOptions b;
+        b.step = step.empty() ? fa3bwd::kBestStep : step_named("chapter_backward", step, fa3bwd::kAllSteps);
+        fa3bwd::backward(c, q, k, v, o, at<const float>(L), d_o, at<ladder::bf16>(dQ), at<ladder::bf16>(dK),
+                         at<ladder::bf16>(dV), at<float>(workspace), b, stream_at(stream));
       },
       nb::call_guard<nb::gil_scoped_release>());
 

@@ -93,6 +93,27 @@ TEST(CpuChoose, RefusesWhatNoKernelTakesNamingWhatIsAllowed) {
   Variant cap = with(Mask::Causal, ScoreMod::Softcap);
   cap.softcap = 0.0f;
   EXPECT_NE(refusal([&] { choose(shape(), cap, true, true); }).find("> 0"), std::string::npos);
+  docs.doc = reinterpret_cast<const int*>(2);  // an int32 tensor's address is 4-byte aligned
+  EXPECT_NE(refusal([&] { choose(shape(), docs, true, true); }).find("4-byte aligned"), std::string::npos);
+  Variant alibi = with(Mask::Causal, ScoreMod::Alibi);
+  alibi.slopes = reinterpret_cast<const float*>(6);
+  EXPECT_NE(refusal([&] { choose(shape(), alibi, true, true); }).find("4-byte aligned"), std::string::npos);
+}
+
+// Document ids or slopes in host memory (a CPU tensor's address) are refused before any launch: the
+// kernels would read them element by element and lose the CUDA context to an illegal access.
+TEST(GpuOps, HostIdsAndSlopesAreRefusedBeforeAnyLaunch) {
+  LADDER_REQUIRE_GPU();
+  const AttentionShape s = shape();
+  for (const Variant& v : {with(Mask::Documents), with(Mask::Causal, ScoreMod::Alibi)}) {
+    const std::string why = refusal([&] { ops::forward(s, v, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr); });
+    EXPECT_NE(why.find("host memory"), std::string::npos) << why;
+    const std::string bwd = refusal([&] {
+      ops::backward(s, v, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                    nullptr);
+    });
+    EXPECT_NE(bwd.find("host memory"), std::string::npos) << bwd;
+  }
 }
 
 TEST(CpuChoose, NamesAreTheOperatorsSpelling) {

@@ -1,9 +1,14 @@
 """The operators: tensors checked and allocated here, the kernels called through flash_ladder._C.
 
-What a caller can rely on: every tensor the kernels read is checked before any launch (CUDA,
-bf16, contiguous, shapes that agree), and anything else raises ValueError naming what is
-supported; the kernels run on PyTorch's current stream of the tensors' device, with memory
-from PyTorch's caching allocator, and nothing synchronises the host.
+What a caller can rely on: every tensor the kernels read is checked before any launch, in the
+registered operators themselves and in their fake implementations (device, dtype, shape and
+contiguity of q, k, v, the document ids, the ALiBi slopes, and the backward's O, L and dO), so
+no path around attention() reaches a kernel unchecked; anything else raises ValueError (a wrong
+value) or TypeError (a wrong type) naming what is supported, before anything is allocated. The
+kernels run on PyTorch's current stream of the tensors' device, with memory from PyTorch's
+caching allocator, and nothing synchronises the host: the values of cu_seqlens and of document
+ids are not read back (that would stall the stream). Any values are safe to read; offsets that
+do not rise from 0 to N describe documents other than the ones meant.
 """
 
 import importlib
@@ -77,6 +82,67 @@ def _check_attention(q: Tensor, k: Tensor, v: Tensor):
         raise ValueError("N and N_kv must be >= 1")
 
 
+def _same_device(name: str, t: Tensor, q: Tensor):
+    if t.device != q.device:
+        raise ValueError(f"{name}: on {t.device}, q on {q.device}; every tensor of a call on q's device")
+
+
+def _check_variant(q: Tensor, k: Tensor, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes):
+    """The variant's arguments as the kernels read them. The operators are public (torch.compile, opcheck
+    and other callers reach them past attention()), so each checks its own arguments, and its fake
+    implementation the same, before anything is allocated or launched."""
+    if not isinstance(mask, str) or mask not in MASKS:
+        raise ValueError(f"mask {mask!r}: supported {MASKS}")
+    if not isinstance(score_mod, str) or score_mod not in SCORE_MODS:
+        raise ValueError(f"score_mod {score_mod!r}: supported {SCORE_MODS}")
+    for name, x in (("window_left", window_left), ("window_right", window_right), ("prefix", prefix)):
+        if not isinstance(x, int) or isinstance(x, bool):
+            raise TypeError(f"{name}: expected an int, got {type(x).__name__}")
+        if x < 0:
+            raise ValueError(f"{name} = {x}: must be >= 0")
+    B, H, N = q.shape[:3]
+    if mask == "documents":
+        if doc is None:
+            raise ValueError(f"mask='documents' needs doc: int32 [B, N] = [{B}, {N}] document ids on {q.device}")
+        _check("doc", doc, 2, torch.int32)
+        _same_device("doc", doc, q)
+        if tuple(doc.shape) != (B, N):
+            raise ValueError(f"doc: shape {tuple(doc.shape)}; expected [B, N] = [{B}, {N}] (a document id per position)")
+        if k.shape[2] != N:
+            raise ValueError(f"mask='documents': N_kv = {k.shape[2]} keys for N = {N} queries; packed documents "
+                             "attend to themselves (N_kv = N)")
+    elif doc is not None:
+        raise ValueError(f"doc with mask={mask!r}: document ids go with mask='documents' only")
+    if score_mod == "alibi":
+        if slopes is None:
+            raise ValueError(f"score_mod='alibi' needs slopes: fp32 [H] = [{H}] on {q.device}")
+        _check("slopes", slopes, 1, torch.float32)
+        _same_device("slopes", slopes, q)
+        if slopes.shape[0] != H:
+            raise ValueError(f"slopes: {slopes.shape[0]} slopes for H = {H} heads")
+    elif slopes is not None:
+        raise ValueError(f"slopes with score_mod={score_mod!r}: ALiBi slopes go with score_mod='alibi' only")
+    if not isinstance(softcap, (int, float)) or isinstance(softcap, bool):
+        raise TypeError(f"softcap: expected a float, got {type(softcap).__name__}")
+    if score_mod == "softcap" and not (math.isfinite(softcap) and softcap > 0):
+        raise ValueError(f"softcap = {softcap}: the cap must be finite and > 0")
+    if score_mod != "none" and mask != "causal":
+        raise ValueError(f"{score_mod} with mask={mask!r}: the score modifiers are compiled on causal attention only")
+
+
+def _check_saved(q: Tensor, o: Tensor, lse: Tensor, do: Tensor):
+    """The backward's tensors from outside: the forward's O and L and the upstream dO, as the forward gives them."""
+    for name, t in (("o", o), ("do", do)):
+        _check(name, t, 4)
+        _same_device(name, t, q)
+        if t.shape != q.shape:
+            raise ValueError(f"{name}: shape {tuple(t.shape)}; expected q's {tuple(q.shape)}")
+    _check("lse", lse, 3, torch.float32)
+    _same_device("lse", lse, q)
+    if lse.shape != q.shape[:3]:
+        raise ValueError(f"lse: shape {tuple(lse.shape)}; expected [B, H, N] = {tuple(q.shape[:3])}")
+
+
 def _shape(q: Tensor, k: Tensor):
     s = _module().AttentionShape()
     s.B, s.H, s.N, s.d = q.shape
@@ -98,6 +164,7 @@ def attention_forward(q: Tensor, k: Tensor, v: Tensor, mask: str, window_left: i
                       prefix: int, doc: Optional[Tensor], score_mod: str, softcap: float,
                       slopes: Optional[Tensor]) -> tuple[Tensor, Tensor]:
     _check_attention(q, k, v)
+    _check_variant(q, k, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes)
     o = torch.empty_like(q)
     lse = torch.empty(q.shape[:3], dtype=torch.float32, device=q.device)
     with torch.cuda.device(q.device):
@@ -109,6 +176,8 @@ def attention_forward(q: Tensor, k: Tensor, v: Tensor, mask: str, window_left: i
 
 @attention_forward.register_fake
 def _(q, k, v, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes):
+    _check_attention(q, k, v)
+    _check_variant(q, k, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes)
     return torch.empty_like(q), q.new_empty(q.shape[:3], dtype=torch.float32)
 
 
@@ -118,7 +187,8 @@ def attention_backward(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, l
                        softcap: float, slopes: Optional[Tensor]) -> tuple[Tensor, Tensor, Tensor]:
     do = do.contiguous()  # upstream gradients may arrive as views of any layout
     _check_attention(q, k, v)
-    _check("dO", do, 4)
+    _check_variant(q, k, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes)
+    _check_saved(q, o, lse, do)
     dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
     with torch.cuda.device(q.device):
         s = _shape(q, k)
@@ -133,6 +203,9 @@ def attention_backward(do: Tensor, q: Tensor, k: Tensor, v: Tensor, o: Tensor, l
 
 @attention_backward.register_fake
 def _(do, q, k, v, o, lse, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes):
+    _check_attention(q, k, v)
+    _check_variant(q, k, mask, window_left, window_right, prefix, doc, score_mod, softcap, slopes)
+    _check_saved(q, o, lse, do.contiguous())
     return torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
 
 
@@ -159,6 +232,9 @@ def _document_ids(cu_seqlens: Tensor, N: int) -> Tensor:
     """The document of every position of a packed sequence, on the device (no host round trip).
     Positions past the last document form one more document of their own (padding)."""
     _check("cu_seqlens_q", cu_seqlens, 1, torch.int32)
+    if cu_seqlens.shape[0] < 2:
+        raise ValueError(f"cu_seqlens_q: {cu_seqlens.shape[0]} offsets; expected [documents + 1]: 2 or more offsets, "
+                         "from 0 to N")
     positions = torch.arange(N, device=cu_seqlens.device, dtype=torch.int32)
     return torch.searchsorted(cu_seqlens[1:], positions, right=True).to(torch.int32).reshape(1, N)
 
@@ -199,6 +275,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, *, causal: bool = False, scale: O
             raise ValueError("cu_seqlens_k must be cu_seqlens_q itself: packed documents attend to themselves")
         if mask != "causal" or q.shape[0] != 1:
             raise ValueError("cu_seqlens_q: packed documents are causal, in one sequence (B = 1, causal=True)")
+        _check("cu_seqlens_q", cu_seqlens_q, 1, torch.int32)
+        _same_device("cu_seqlens_q", cu_seqlens_q, q)
         mask, doc = "documents", _document_ids(cu_seqlens_q, q.shape[2])
     score_mod, cap, slopes = "none", 0.0, None
     if softcap is not None and alibi_slopes is not None:

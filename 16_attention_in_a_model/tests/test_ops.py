@@ -99,10 +99,108 @@ def test_compile_fullgraph_traces_forward_and_backward_on_meta():
     (lambda: fl.attention(*[meta(2, 2, 8, 128)] * 3, causal=True,
                           cu_seqlens_q=torch.zeros(3, dtype=torch.int32, device="meta")), "B = 1"),
     (lambda: fl.attention(*[meta(1, 2, 8, 128)] * 3, softcap=30.0), "causal attention only"),
+    (lambda: fl.attention(*[meta(1, 2, 8, 128)] * 3, causal=True,
+                          cu_seqlens_q=torch.zeros(1, dtype=torch.int32, device="meta")), "2 or more offsets"),
 ])
 def test_bad_input_is_refused_before_any_launch(bad, expect):
     with pytest.raises(ValueError, match=expect.replace("(", r"\(").replace(")", r"\)")):
         bad()
+
+
+# The registered operators called directly (as torch.compile, opcheck and other callers do, past
+# attention()'s checks): every tensor the kernels read is checked by the operator itself; on meta
+# tensors by its fake implementation, with the same rules.
+def _fwd_args(B=1, H=4, N=256, d=64, device="meta", **over):
+    q = torch.empty(B, H, N, d, device=device, dtype=torch.bfloat16)
+    a = dict(q=q, k=q.clone(), v=q.clone(), mask="none", window_left=0, window_right=0, prefix=0, doc=None,
+             score_mod="none", softcap=0.0, slopes=None)
+    a.update(over)
+    return a
+
+
+def _forward(a):
+    return torch.ops.flash_ladder.attention_forward(a["q"], a["k"], a["v"], a["mask"], a["window_left"],
+                                                    a["window_right"], a["prefix"], a["doc"], a["score_mod"],
+                                                    a["softcap"], a["slopes"])
+
+
+def _bad_forward_cases(device):
+    ids = lambda *s, dtype=torch.int32, dev=device: torch.zeros(*s, dtype=dtype, device=dev)  # noqa: E731
+    slopes = lambda n, dtype=torch.float32, dev=device: torch.ones(n, dtype=dtype, device=dev)  # noqa: E731
+    return [
+        (dict(mask="documents"), ValueError, "needs doc"),
+        (dict(mask="documents", doc=ids(1, 256, dev="cpu")), ValueError, "cpu tensor"),
+        (dict(mask="documents", doc=ids(1, 5)), ValueError, r"expected \[B, N\] = \[1, 256\]"),
+        (dict(mask="documents", doc=ids(1, 256, dtype=torch.float32)), ValueError, "supported: torch.int32"),
+        (dict(mask="documents", doc=ids(1, 512)[:, ::2]), ValueError, "not contiguous"),
+        (dict(mask="none", doc=ids(1, 256)), ValueError, "mask='documents' only"),
+        (dict(mask="causal", score_mod="alibi"), ValueError, "needs slopes"),
+        (dict(mask="causal", score_mod="alibi", slopes=slopes(4, dev="cpu")), ValueError, "cpu tensor"),
+        (dict(mask="causal", score_mod="alibi", slopes=slopes(1)), ValueError, "1 slopes for H = 4"),
+        (dict(mask="causal", score_mod="alibi", slopes=slopes(4, dtype=torch.bfloat16)), ValueError,
+         "supported: torch.float32"),
+        (dict(mask="causal", slopes=slopes(4)), ValueError, "score_mod='alibi' only"),
+        (dict(mask="causal", score_mod="softcap", softcap=0.0), ValueError, "finite and > 0"),
+        (dict(mask="causal", score_mod="softcap", softcap=float("nan")), ValueError, "finite and > 0"),
+        (dict(mask="none", score_mod="softcap", softcap=30.0), ValueError, "causal attention only"),
+        (dict(mask="window"), ValueError, "mask 'window'"),
+        (dict(mask="sliding_window", window_left=-1), ValueError, "window_left = -1"),
+        (dict(score_mod="tanh"), ValueError, "score_mod 'tanh'"),
+    ]
+
+
+def _bad_backward_cases(device):
+    q = torch.empty(1, 4, 256, 64, device=device, dtype=torch.bfloat16)
+    lse = torch.empty(1, 4, 256, device=device, dtype=torch.float32)
+    return [
+        (dict(lse=lse[..., :-1].contiguous()), r"expected \[B, H, N\]"),
+        (dict(lse=lse.to(torch.float16)), "supported: torch.float32"),
+        (dict(o=q.float()), "supported: torch.bfloat16"),
+        (dict(o=q[..., :32].contiguous()), "expected q's"),
+        (dict(do=q[:, :2].contiguous()), "expected q's"),
+        (dict(lse=torch.empty(1, 4, 256, dtype=torch.float32)), "cpu tensor"),
+    ]
+
+
+def _backward(device, **over):
+    q = torch.empty(1, 4, 256, 64, device=device, dtype=torch.bfloat16)
+    a = dict(do=q.clone(), q=q, k=q.clone(), v=q.clone(), o=q.clone(),
+             lse=torch.empty(1, 4, 256, device=device, dtype=torch.float32))
+    a.update(over)
+    return torch.ops.flash_ladder.attention_backward(a["do"], a["q"], a["k"], a["v"], a["o"], a["lse"], "none", 0,
+                                                     0, 0, None, "none", 0.0, None)
+
+
+@pytest.mark.parametrize("case", range(len(_bad_forward_cases("meta"))))
+def test_the_forward_operator_checks_its_own_tensors_on_meta(case):
+    over, error, expect = _bad_forward_cases("meta")[case]
+    with pytest.raises(error, match=expect):
+        _forward(_fwd_args(**over))
+
+
+@pytest.mark.parametrize("case", range(len(_bad_backward_cases("meta"))))
+def test_the_backward_operator_checks_its_own_tensors_on_meta(case):
+    over, expect = _bad_backward_cases("meta")[case]
+    with pytest.raises(ValueError, match=expect):
+        _backward("meta", **over)
+
+
+@needs_hopper
+def test_the_operators_refuse_bad_tensors_on_the_gpu_before_any_launch():
+    """The same refusals with CUDA tensors: a ValueError each, nothing launched, and the CUDA context
+    intact after them (a valid call still runs and is synchronised without an error)."""
+    for over, error, expect in _bad_forward_cases("cuda"):
+        with pytest.raises(error, match=expect):
+            _forward(_fwd_args(device="cuda", **over))
+    for over, expect in _bad_backward_cases("cuda"):
+        with pytest.raises(ValueError, match=expect):
+            _backward("cuda", **over)
+    torch.cuda.synchronize()
+    q, k, v, _ = inputs(1, 4, 4, 256, 256, 64, seed=11)
+    o, lse = _forward(_fwd_args(q=q.detach(), k=k.detach(), v=v.detach(), mask="documents",
+                                doc=torch.zeros(1, 256, dtype=torch.int32, device="cuda")))
+    torch.cuda.synchronize()
+    assert torch.isfinite(o.float()).all() and torch.isfinite(lse).all()
 
 
 @needs_module
@@ -299,6 +397,9 @@ def test_scale_other_than_the_default():
 
 @needs_gpu
 def test_runs_on_the_current_stream_without_a_host_sync():
+    """On a side stream the operators give the same bits; forward and backward, with a mask and packed
+    documents, run with PyTorch's sync debug mode set to "error", which raises on any operation that
+    synchronises the host with the device (a .item(), a copy to the host, a blocking wait)."""
     q, k, v, do = inputs(2, 4, 4, 1000, 1000, 128, seed=5)
     expected = fl.attention(q, k, v, causal=True).detach()
     side = torch.cuda.Stream()
@@ -307,6 +408,24 @@ def test_runs_on_the_current_stream_without_a_host_sync():
         got = fl.attention(q, k, v, causal=True).detach()
     torch.cuda.current_stream().wait_stream(side)
     assert torch.equal(got, expected)
+    q1, k1, v1 = (t[:1].detach().clone().requires_grad_() for t in (q, k, v))
+    cu = torch.tensor([0, 300, 1000], dtype=torch.int32, device="cuda")
+    calls = [lambda: fl.attention(q, k, v, causal=True)]
+    if HOPPER:
+        calls += [lambda: fl.attention(q, k, v, mask="sliding_window", window=(100, 0)),
+                  lambda: fl.attention(q1, k1, v1, causal=True, cu_seqlens_q=cu)]
+    for call in calls:  # the first call of a variant builds and uploads its block masks (a host copy, once)
+        o = call()
+        o.backward(torch.ones_like(o))
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        for call in calls:
+            o = call()
+            o.backward(torch.ones_like(o))
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
 
 
 @needs_gpu
