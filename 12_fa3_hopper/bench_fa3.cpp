@@ -14,9 +14,10 @@
 //   tune:fp8_keys<B_c>_free, _expturns/<keys>  without the turns at the GEMMs (and at the
 //                              exponentials, or with them): the two consumers run free
 //   tune:fp8_keys<B_c>_persistent/<keys>  the persistent step (causal: one CTA per row tile)
-//   tune:fp8_keys<B_c>[_persistent]_eager/<keys>, tune:intrawg_eager, tune:persistent_eager/<keys>
+//   tune:fp8_keys<B_c>[_persistent]_eager/<keys>
 //                              FA2's max rule (O rescaled whenever a row's max moves) instead of
-//                              FA4's (fa3_config.h, kRescaleLog2), FP8 and bf16
+//                              FA4's (fa3_config.h, kRescaleLog2); every bf16 row has FA2's but
+//                              tune:<step>_spec
 //   anchor:fa2_tc/fwd/<keys>   chapter 10's forward (fa2tc::forward, default config)
 //   anchor:cudnn/fwd/<keys>    cuDNN's attention forward (common/cudnn_attention.h) on the same
 //                              inputs; skipped, with the reason, where it cannot run
@@ -181,15 +182,9 @@ const bool registered = [] {
                             [s, step](benchmark::State& st) { bench_bf16(st, s, false, {step}); });
     ladder::gpu_benchmark("anchor:fa2_tc/fwd" + k, [s](benchmark::State& st) { bench_bf16(st, s, true); });
     ladder::gpu_benchmark("anchor:cudnn/fwd" + k, [s](benchmark::State& st) { bench_cudnn(st, s); });
-    // FA2's max rule instead of FA4's (fa3_config.h, kRescaleLog2): O rescaled whenever a max moves.
-    ladder::gpu_benchmark("tune:intrawg_eager" + k, [s](benchmark::State& st) {
-      bench_bf16(st, s, false, {fa3::Step::IntraWg, 0, true});
-    });
     if (s.d == 128) {
-      ladder::gpu_benchmark("tune:persistent_eager" + k, [s](benchmark::State& st) {
-        bench_bf16(st, s, false, {fa3::Step::Persistent, 0, true});
-      });
-      // The exponentials against the current m_i, the tile's max checked after (kSpeculativeMax).
+      // FA4's max rule, the exponentials against the current m_i and the tile's max checked after
+      // (kSpeculativeMax): the bf16 rows of FA4's rule (every other bf16 row has FA2's exact max).
       ladder::gpu_benchmark("tune:intrawg_spec" + k, [s](benchmark::State& st) {
         bench_bf16(st, s, false, {fa3::Step::IntraWg, 0, false, true});
       });

@@ -52,11 +52,12 @@ struct ForwardOptions {
   // d = 64 and for FP8). 3 is an
   // experiment (README, exercise 1) compiled for bf16, d = 128, Step::IntraWg only.
   int kv_stages = 0;
-  // FA2's exact running max, O rescaled whenever it moves, instead of FA4's rule (fa3_config.h,
-  // kRescaleLog2): compiled for Step::IntraWg at d = 64 and 128 and Step::Persistent at d = 128.
+  // FA2's exact running max, O rescaled whenever it moves: bf16's rule in every kernel (fa3_config.h,
+  // kRescaleLog2), so true asks for what runs anyway; FP8's switch (Fp8ForwardOptions).
   bool eager_rescale = false;
-  // The exponentials against the current m_i before the tile's max is known, the max checked
-  // after (fa3_config.h, kSpeculativeMax): compiled for Step::IntraWg and Step::Persistent at d = 128.
+  // A study: FA4's max rule with the exponentials against the current m_i before the tile's max is
+  // known, the max checked after (fa3_config.h, kSpeculativeMax): compiled for Step::IntraWg and
+  // Step::Persistent at d = 128.
   bool speculative_max = false;
 };
 

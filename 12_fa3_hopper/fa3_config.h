@@ -18,7 +18,10 @@ namespace fa3::detail {
 
 // FA4's max rule (attention_rows.cuh, OnlineSoftmax): a row's m_i follows its max only when a
 // tile raises it by more than 8 (log2 units), so O_i is rescaled almost never, and P~ <= 2^8
-// stays inside bf16 and e4m3 (max 448) alike.
+// stays inside bf16 and e4m3 (max 448) alike. FP8 runs with it. bf16 keeps FA2's exact max: under
+// FA4's rule the largest P~ of a row is no longer exactly 1, and rounds to bf16 like the others,
+// which on flash-attention's accuracy matrix costs up to 2.7x the error of PyTorch's bf16 SDPA
+// (README, "Correctness"); the speculative max, which needs the rule, stays a bf16 study.
 inline constexpr int kFa4RescaleLog2 = 8;
 
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
@@ -61,9 +64,11 @@ struct Cfg {
   // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
   static constexpr bool kGemmTurns = kPingPong && !kWithoutGemmTurns;
   static constexpr int kThreads = kProducer ? 384 : 256;
-  // The online softmax's max rule: FA4's (kFa4RescaleLog2), or with kEagerRescale FA2's exact
-  // running max, O_i rescaled whenever it moves.
-  static constexpr int kRescaleLog2 = kEagerRescale ? 0 : kFa4RescaleLog2;
+  // The online softmax's max rule: FA2's exact running max for bf16 (O_i rescaled whenever it
+  // moves), FA4's (kFa4RescaleLog2) for FP8 and for bf16's speculative max; kEagerRescale gives FP8
+  // FA2's rule for the _eager rows.
+  static constexpr bool kFa4Max = (kFp8 || kSpeculativeMax_) && !kEagerRescale;
+  static constexpr int kRescaleLog2 = kFa4Max ? kFa4RescaleLog2 : 0;
   // Under FA4's rule the intra-warpgroup loop may exponentiate against the current m_i before it
   // knows the tile's max, and check the max after (fa3_forward.cuh, Consumer::softmax_at_m).
   static constexpr bool kSpeculativeMax = kSpeculativeMax_;
@@ -115,6 +120,7 @@ struct Cfg {
   static_assert(!kWithoutGemmTurns || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kSpeculativeMax || (kIntraWg && kRescaleLog2 > 0), "speculative max: FA4's rule, intra-warpgroup");
+  static_assert(!kEagerRescale || kFp8, "bf16 has FA2's max rule already: eager_rescale is FP8's switch");
   static_assert(!kFp8 || d == 128 || (d == 256 && B_c == 128), "FP8: d = 128, or d = 256 with 128 keys");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
   static_assert(kSmemBytes <= ladder::kH200SmemPerBlock, "the stages fit in the shared memory of a CTA");
@@ -163,6 +169,11 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
                                 " is not compiled: only Step::IntraWg and Step::Persistent at d=128 (bf16, and FP8 "
                                 "with key_tile=128), with FA4's max rule, the default stages and both turns");
   }
+  if (t.eager_rescale && !fp8) {  // bf16's rule is FA2's already: the default kernels
+    Tuning same = t;
+    same.eager_rescale = false;
+    return with_cfg(d, fp8, step, same, std::forward<F>(f));
+  }
   if (t.eager_rescale) {
     if (t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns) {
       constexpr bool kEager = true;
@@ -174,17 +185,10 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
         return f(Cfg<128, true, Step::Persistent, 0, 0, 128, false, false, kEager>{});
       if (fp8 && d == 128 && keys == 192 && step == Step::Persistent)
         return f(Cfg<128, true, Step::Persistent, 0, 0, 192, false, false, kEager>{});
-      if (!fp8 && d == 128 && keys == 128 && step == Step::IntraWg)
-        return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, false, false, kEager>{});
-      if (!fp8 && d == 128 && keys == 128 && step == Step::Persistent)
-        return f(Cfg<128, false, Step::Persistent, 0, 0, 0, false, false, kEager>{});
-      if (!fp8 && d == 64 && keys == 128 && step == Step::IntraWg)
-        return f(Cfg<64, false, Step::IntraWg, 0, 0, 0, false, false, kEager>{});
     }
     throw std::invalid_argument(
-        "fa3: eager_rescale=true is compiled only for Step::IntraWg and Step::Persistent at bf16 d=128 and "
-        "FP8 d=128 key_tile in {128, 192}, Step::IntraWg at bf16 d=64, with the default stages, turns and "
-        "poly_eighths=0");
+        "fa3: FP8 with eager_rescale=true is compiled only for Step::IntraWg and Step::Persistent at d=128, "
+        "key_tile in {128, 192}, with the default stages, turns and poly_eighths=0 (bf16 always has FA2's rule)");
   }
   if (fp8 && !t.gemm_turns) {
     if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && t.poly_eighths == 0) {
