@@ -254,26 +254,18 @@ TEST(GpuFa3, LargeLogitsStayFiniteAndAccurate) {
       expect_forward_correct(fa3::make_problem(attention_shape(1, 4, 2, N, N, d, causal), seed, 100.0f), 100.0f);
 }
 
-// The speculative max computes the same P~ as the ordinary path, in the same order: the same
-// bits of O and L. With logits x 30 tiles often raise a row's max by more than 2^8 (the vote
-// fails and S is computed again); with logits x 1 almost only the first tile does.
-TEST(GpuFa3, SpeculativeMaxGivesTheSameBits) {
+// The speculative max keeps FA4's rule (the ordinary bf16 path has FA2's exact max, so their
+// bits differ; chapter 12's FP8 test compares the speculative and ordinary paths bit for bit,
+// both with FA4's rule). Here it meets the reference where the vote fails: with logits x 30
+// tiles often raise a row's max by more than 2^8 and S is computed again; with logits x 1
+// almost only the first tile does.
+TEST(GpuFa3, SpeculativeMaxMatchesTheReferenceWhenTheVoteFails) {
   FA3_REQUIRE_SM90A();
   LADDER_TEST_SEED(seed);
   const int N = ladder::small_mode() ? 200 : 1000;
   for (float logits : {1.0f, 30.0f})
-    for (bool causal : {false, true}) {
-      fa3::OnDevice dev(fa3::make_problem(attention_shape(1, 16, 4, N, N, 128, causal), seed, logits));
-      for (fa3::Step step : {fa3::Step::IntraWg, fa3::Step::Persistent}) {
-        dev.forward({step});
-        const std::vector<float> O = dev.O_host(), L = dev.L_host();
-        dev.forward({step, 0, false, true});
-        const std::string what =
-            std::string(fa3::name(step)) + ", " + dev.s.str() + ", logits x " + std::to_string(logits);
-        EXPECT_EQ(fa3::bits_differ(dev.O_host(), O), 0u) << "O, " << what;
-        EXPECT_EQ(fa3::bits_differ(dev.L_host(), L), 0u) << "L, " << what;
-      }
-    }
+    for (bool causal : {false, true})
+      expect_forward_correct(fa3::make_problem(attention_shape(1, 16, 4, N, N, 128, causal), seed, logits), logits);
 }
 
 // The same inputs through chapter 10's kernel: both within the bound of the reference, and

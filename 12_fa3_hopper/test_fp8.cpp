@@ -632,7 +632,7 @@ INSTANTIATE_TEST_SUITE_P(Speculative, GpuFp8TunedForward,
                                             ::testing::Bool()),
                          tuned_name);
 
-// And bit for bit against the ordinary path on the same inputs (as chapter 12's bf16 test):
+// And bit for bit against the ordinary path on the same inputs (both have FA4's rule in FP8):
 // logits x 30 make the vote fail often, logits x 1 almost never after the first tile.
 TEST(GpuFp8, SpeculativeMaxGivesTheSameBits) {
   LADDER_REQUIRE_GPU();

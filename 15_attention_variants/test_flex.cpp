@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,7 +39,8 @@ Variant variant(Kind k) {
 
 // Forward (O, L) and backward (dQ, dK, dV) of one variant against the fp64 reference, O and L
 // from this chapter's forward as in training. Rows that see no key: O = 0, L = -inf, dQ = 0.
-void expect_correct(const Variant& v, const AttentionShape& s, std::uint64_t seed) {
+// report: print each output's error against fp64 (the broadcast test's figures for its readers).
+void expect_correct(const Variant& v, const AttentionShape& s, std::uint64_t seed, bool report = false) {
   const fa2tc::Problem p = fa2tc::make_problem(s, seed);
   variants::OnDevice dev(p, v);
   const variants::Mods m = variants::reference_mods(v, dev.s, dev.host);
@@ -53,6 +55,12 @@ void expect_correct(const Variant& v, const AttentionShape& s, std::uint64_t see
   EXPECT_TRUE(ladder::matches(dev.dQ_host(), grads.dQ, ladder::kBf16AttentionGrad)) << "dQ, " << what;
   EXPECT_TRUE(ladder::matches(dev.dK_host(), grads.dK, ladder::kBf16AttentionGrad)) << "dK, " << what;
   EXPECT_TRUE(ladder::matches(dev.dV_host(), grads.dV, ladder::kBf16AttentionGrad)) << "dV, " << what;
+  if (!report) return;
+  const ladder::Comparison c[] = {ladder::compare(dev.O_host(), ref.O), L, ladder::compare(dev.dQ_host(), grads.dQ),
+                                  ladder::compare(dev.dK_host(), grads.dK), ladder::compare(dev.dV_host(), grads.dV)};
+  std::printf("%s: rel_l2 O %.2e, L %.2e, dQ %.2e, dK %.2e, dV %.2e; non-finite %zu\n", what.c_str(), c[0].rel_l2,
+              c[1].rel_l2, c[2].rel_l2, c[3].rel_l2, c[4].rel_l2,
+              c[0].nonfinite + c[1].nonfinite + c[2].nonfinite + c[3].nonfinite + c[4].nonfinite);
 }
 
 // ---- CPU: bad input, before any launch ----------------------------------------------------------
@@ -274,16 +282,16 @@ TEST(GpuFlex, BlockMasksSharedOverEitherExtent) {
     for (bool per_head : {false, true}) {
       Variant window = variant(Kind::Window);
       window.window = 100, window.mask_per_batch = per_batch, window.mask_per_head = per_head;
-      expect_correct(window, attention_shape(2, 4, 4, small ? 300 : 600, small ? 300 : 600, 64, false), seed);
+      expect_correct(window, attention_shape(2, 4, 4, small ? 300 : 600, small ? 300 : 600, 64, false), seed, true);
       if (!per_head)  // GQA 4:2: a CTA of the backward walks one list for all the heads of its group
-        expect_correct(window, attention_shape(2, 4, 2, small ? 300 : 600, small ? 300 : 600, 128, false), seed);
+        expect_correct(window, attention_shape(2, 4, 2, small ? 300 : 600, small ? 300 : 600, 128, false), seed, true);
       if (!per_batch) continue;
       Variant docs = variant(Kind::Documents);
       docs.doc_ids_only = true, docs.docs_per_batch = true, docs.mask_per_batch = true, docs.mask_per_head = per_head;
       docs.doc_lengths = small ? std::vector<int>{40, 150, 1, 109} : std::vector<int>{300, 17, 700, 1, 482};
       int N = 0;
       for (int n : docs.doc_lengths) N += n;
-      expect_correct(docs, attention_shape(2, 2, 2, N, N, 128, false), seed);
+      expect_correct(docs, attention_shape(2, 2, 2, N, N, 128, false), seed, true);
     }
 }
 
