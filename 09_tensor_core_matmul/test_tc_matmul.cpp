@@ -270,12 +270,17 @@ TEST(CpuLaunch, FastPathNeedsSixteenByteRows) {
 }
 
 TEST(CpuLaunch, EveryTilingFitsAnH200AndEveryStepSaysWhatItNeeds) {
+  std::set<std::string> ideas;
   for (Variant v : tcmm::kAll) {
     const tcmm::Tiling t = tcmm::tiling(v);
     EXPECT_LE(t.smem_bytes, ladder::kH200SmemPerBlock) << tcmm::name(v);
     EXPECT_EQ(t.BK, 64) << tcmm::name(v);
-    EXPECT_GT(t.threads, 0) << tcmm::name(v);
-    EXPECT_GT(std::string(tcmm::idea(v)).size(), 10u) << tcmm::name(v);
+    // Whole warps (whole warpgroups for wgmma), within a CTA's 1024 threads.
+    EXPECT_EQ(t.threads % (std::string(tcmm::name(v)).rfind("wgmma", 0) == 0 ? 128 : 32), 0) << tcmm::name(v);
+    EXPECT_LE(t.threads, 1024) << tcmm::name(v);
+    // The ring holds `stages` bf16 slices of A and of B.
+    EXPECT_GE(t.smem_bytes, std::size_t(t.stages) * (t.BM + t.BN) * t.BK * 2) << tcmm::name(v);
+    EXPECT_TRUE(ideas.insert(tcmm::idea(v)).second) << tcmm::name(v) << ": its idea repeats another step's";
     if (!ladder::device().available) {
       EXPECT_NE(tcmm::unavailable_reason(v).find("no CUDA device"), std::string::npos) << tcmm::name(v);
     }
