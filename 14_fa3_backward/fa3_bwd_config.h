@@ -73,10 +73,10 @@ struct Cfg {
   static constexpr std::size_t kSmemBytes = 1024 + kKBytes + kVBytes + std::size_t(kStages) * kStageBytes +
                                             kdSBuffers * kdSBytes + kRowsBytes + kdQBytes + kBarrierBytes;
 
-  // The GEMMs' k steps: S^T and dP^T along d (16 per wgmma); dV and dK along the B_r queries;
+  // The GEMMs' k16 slices: S^T and dP^T along d (16 per wgmma); dV and dK along the B_r queries;
   // dQ along the keys: all B_c when the consumers split dQ_i's columns or rows, else its own 64.
-  static constexpr int kSSteps = d / 16, kQSteps = B_r / 16;
-  static constexpr int kDqKeySteps = kDqWritersPerBlock == 1 ? B_c / 16 : kKeysPerWarpgroup / 16;
+  static constexpr int kSSlices = d / 16, kQSlices = B_r / 16;
+  static constexpr int kDqKeySlices = kDqWritersPerBlock == 1 ? B_c / 16 : kKeysPerWarpgroup / 16;
   static constexpr int kAcc = B_r / 2;  // accumulator registers of S^T, dP^T (64 keys x B_r queries)
   // dS^T = P^T o (dP^T - D_i) takes P^T from its bf16 fragments rather than S^T's fp32 registers
   // (the registers of 128 queries; fa3_bwd_kernel.cuh, score_gradients).

@@ -20,7 +20,7 @@
 // A fragment wants (chapter 12's P, with rows and columns swapped). dQ sums over the keys and
 // needs dS (queries x keys) as A: from registers that would take a transpose across lanes, so
 // dS^T goes to shared memory, where the instruction's transpose bit reads it as dS.
-// Within a warpgroup the steps overlap where the data allow: the exponentials of P^T run while
+// Within a warpgroup the GEMMs and the math overlap where the data allow: the exponentials of P^T run while
 // the tensor cores finish dP^T, dS^T is formed while they compute dV += P^T dO_i (at d = 128; at
 // d = 64 it is formed before dV is issued: score_gradients says why), and dQ_i is handed on
 // while they compute the next query tile's S^T.
@@ -111,24 +111,18 @@ struct Smem {
 
 // ---- the attention variant: which query tiles a CTA visits, what its score tile is --------------
 // The kernel asks an attention variant V (FA3's "Mask", as chapter 12's forward does) for the query tiles
-// the CTA of key tile K_j visits (V::Queries: `steps` in all over the group's query heads; step
-// n is query tile i(n) of the group's query head head(n); masked(n) says whether it needs the
-// mask), whether a (query, key) element is visible, and which key tile the CTA at a place of the
-// launch order takes (key_tile: the scheduler orders heads and places, the variant the key tiles
-// of a head). A variant with a score modifier
+// the CTA of key tile K_j visits (V::Queries: `visits` in all over the group's query heads;
+// visit n is query tile i(n) of the group's query head head(n); masked(n) says whether it needs
+// the mask) and whether a (query, key) element is visible. A variant with a score modifier
 // (kScoreMod) also gives score(x, ...) and its derivative, for x = S scale.
 //
 // CausalOrDense: every query tile (T_r = N_q / B_r, rounded up) of every query head of the group,
 // in that order; causal: only the tiles from the first query that sees key j0 on (the tiles
-// above see none of the CTA's keys).
+// above see none of the CTA's keys). It also gives the deterministic step its order (dq_rank).
 struct CausalOrDense {
   static constexpr bool kScoreMod = false;
-  static constexpr bool kPersistent = false;  // one CTA per key tile
-  // The key tile of the CTA at place `rank` of its head's section in the launch order
-  // (fa3_bwd_scheduler.h): tile `rank` itself. Causal, the walks shorten as j grows: longest first.
-  __device__ int key_tile(int rank, int /*kv_head*/, const Params&) const { return rank; }
   struct Queries {
-    int i_first, T_i, steps;  // query tiles i_first .. T_r - 1 of each query head: steps in all
+    int i_first, T_i, visits;  // query tiles i_first .. T_r - 1 of each query head: visits in all
     __device__ int head(int n) const { return n / T_i; }
     __device__ int i(int n) const { return i_first + n % T_i; }
   };
@@ -138,7 +132,7 @@ struct CausalOrDense {
     const int T_r = (p.N_q + C::B_r - 1) / C::B_r, first_query = p.causal ? max(0, j0 - p.offset) : 0;
     q.i_first = first_query < p.N_q ? first_query / C::B_r : T_r;
     q.T_i = T_r - q.i_first;
-    q.steps = p.group * q.T_i;
+    q.visits = p.group * q.T_i;
     return q;
   }
   // Masked: keys past N_kv, or (causal) a key after some query + offset of the tile.
@@ -149,52 +143,73 @@ struct CausalOrDense {
   __device__ bool visible(int /*q_head*/, int query, int key, const Params& p) const {
     return key < p.N_kv && !(p.causal && key > query + p.offset);
   }
+  // The last key tile whose CTA visits query tile i (every tile from key tile 0 to it does): causal,
+  // the last one some query of the tile sees.
+  template <class C>
+  __device__ int last_key_tile(int i, int T_c, const Params& p) const {
+    if (!p.causal) return T_c - 1;
+    const int last_query = min(p.N_q - 1, i * C::B_r + C::B_r - 1);
+    return min(T_c - 1, (last_query + p.offset) / C::B_c);
+  }
+  // The turn of key tile j among the CTAs that add into query tile i's dQ blocks (write_dq, the
+  // deterministic step): causal, from the last key tile that sees the tile down to 0; dense, from
+  // key tile 0 up.
+  template <class C>
+  __device__ int dq_rank(int i, int j, int T_c, const Params& p) const {
+    return p.causal ? last_key_tile<C>(i, T_c, p) - j : j;
+  }
 };
 
-// ---- the walk: the CTA's key tile and the variant's query tiles --------------------------------
+// ---- the scheduler: which key tile and KV head each walk takes ------------------------------------
+// A scheduler S (FA3's tile scheduler), a type without state, maps a place of the launch order
+// (fa3_bwd_scheduler.h) to the (key tile, KV head) of its walk, from the parameters and the
+// variant (whose mask may decide which key tiles go first), and says whether a CTA walks one place
+// (the grid has one CTA per place) or, S::kPersistent, one after another (one CTA per SM:
+// for_each_walk below, until S::places(T_c, p, var) are walked). Chapter 14's: one CTA per place, key tile by key tile
+// over sections of heads; causal, the walks shorten as j grows, so this is longest first.
+struct GridScheduler {
+  static constexpr bool kPersistent = false;
+  template <class V>
+  __device__ static sched::Tile tile(int place, int T_c, const Params& p, const V&) {
+    return sched::tile(place, T_c, p.sections);
+  }
+};
+
+// ---- the walk: the scheduler's key tile and the variant's query tiles ------------------------------
 template <class C, class V>
 struct Walk {
   int j, j0;             // the CTA's key tile and its first key
   int kv_head, q_head0;  // its KV head b H_kv + h_kv; the group's first query head
   typename V::Queries qs;
-  int steps;
-  // A persistent CTA's earlier walks: their steps (the ring's stages and the barriers' phases run
-  // on from one walk to the next) and how many had steps (K_j and V_j loaded).
+  int visits;  // query tiles visited
+  // A persistent CTA's earlier walks: their visits (the ring's stages and the barriers' phases run
+  // on from one walk to the next) and how many had any (K_j and V_j loaded).
   int pos = 0, loads = 0;
   // One CTA per walk: the CTA's place in the launch order.
-  __device__ Walk(const Params& p, const V& var)
-      : Walk(static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y), static_cast<int>(gridDim.x), p, var) {}
-  __device__ Walk(int cta, int T_c, const Params& p, const V& var) {
-    const sched::Tile t = sched::tile(cta, T_c, p.sections);  // cta: the place in the launch order
-    j = var.key_tile(t.j, t.head, p), j0 = j * C::B_c, kv_head = t.head;
+  template <class S>
+  __device__ Walk(const Params& p, const V& var, S scheduler)
+      : Walk(static_cast<int>(blockIdx.x + gridDim.x * blockIdx.y), static_cast<int>(gridDim.x), p, var, scheduler) {}
+  template <class S>
+  __device__ Walk(int place, int T_c, const Params& p, const V& var, S) {
+    const sched::Tile t = S::tile(place, T_c, p, var);
+    j = t.j, j0 = j * C::B_c, kv_head = t.head;
     q_head0 = kv_head / p.H_kv * p.H + kv_head % p.H_kv * p.group;
     qs = var.template queries<C>(j0, kv_head, p);
-    steps = qs.steps;
+    visits = qs.visits;
   }
   __device__ int q_head(int n) const { return q_head0 + qs.head(n); }
   __device__ int i(int n) const { return qs.i(n); }
-  // The last key tile whose CTA visits query tile i (every tile from this CTA's to it does):
-  // causal, the last one some query of the tile sees.
-  __device__ int last_key_tile(int i, const Params& p) const {
-    const int T_c = static_cast<int>(gridDim.x);
-    if (!p.causal) return T_c - 1;
-    const int last_query = min(p.N_q - 1, i * C::B_r + C::B_r - 1);
-    return min(T_c - 1, (last_query + p.offset) / C::B_c);
-  }
-  // The CTA's turn among those that add into query tile i's dQ blocks (write_dq): causal, from
-  // the last key tile that sees the tile down to 0; dense, from key tile 0 up.
-  __device__ int dq_rank(int i, const Params& p) const { return p.causal ? last_key_tile(i, p) - j : j; }
 };
 
 // ---- the producer ------------------------------------------------------------------------------
-// One elected thread of warp 0 issues the copies: K_j and V_j once, then per step Q_i, dO_i and
+// One elected thread of warp 0 issues the copies: K_j and V_j once, then per visit Q_i, dO_i and
 // the B_r floats of L_i and D_i into the next free stage, all counted by the stage's "full" barrier.
-// A persistent CTA's next K_j, V_j wait until the consumers are done with the last step of its
-// previous walk (every GEMM of a step reads K_j or V_j; a step releases its stage at its end).
+// A persistent CTA's next K_j, V_j wait until the consumers are done with the last visit of its
+// previous walk (every GEMM of a visit reads K_j or V_j; a visit releases its stage at its end).
 template <class C, class V>
 __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtensorMap* tmdO, const CUtensorMap* tmK,
                         const CUtensorMap* tmV, const Walk<C, V>& w, const Params& p) {
-  if (w.steps == 0) return;
+  if (w.visits == 0) return;
   if (w.pos > 0) tc::mbarrier_wait(sm.empty((w.pos - 1) % C::kStages), ((w.pos - 1) / C::kStages) & 1);
   tc::mbarrier_arrive_expect_tx(sm.kv_full(), C::kKBytes + C::kVBytes);
   for (int b = 0; b < C::kBoxes; ++b) {
@@ -203,8 +218,8 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
     tc::cp_async_bulk_tensor_3d_global_to_shared(sm.V() + b * C::B_c * 128, tmV, b * C::kBoxCols, w.j0, w.kv_head,
                                                  sm.kv_full());
   }
-  for (int n = 0; n < w.steps; ++n) {
-    const int seq = w.pos + n, s = seq % C::kStages;               // the CTA's step number
+  for (int n = 0; n < w.visits; ++n) {
+    const int seq = w.pos + n, s = seq % C::kStages;               // the CTA's visit number
     tc::mbarrier_wait(sm.empty(s), ((seq / C::kStages) & 1) ^ 1);  // a fresh barrier's "previous" phase is complete
     const int head = w.q_head(n), i0 = w.i(n) * C::B_r;
     const std::int64_t row = std::int64_t(head) * p.N_pad + i0;  // N_pad rows per head: 256-byte aligned
@@ -221,12 +236,12 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 }
 
 // ---- the dQ writer ---------------------------------------------------------------------------------
-// One elected thread of warp 1: per step and consumer, waits for the block in shared memory, hands
+// One elected thread of warp 1: per visit and consumer, waits for the block in shared memory, hands
 // it to the copy engine's reduce-add into dQ_acc and frees the buffer once the engine has read it.
 // Deterministic: before its reduce, waits until the block's flag says that every CTA before it in
 // the fixed order has added its part; after it, waits until its additions have landed and raises
-// the flag. The order suits the mask (Walk::dq_rank). Causal: from the last key tile that sees the
-// block down to 0. A CTA meets a query tile B_c / B_r steps after the CTA of the next key tile,
+// the flag. The order suits the mask (the variant's dq_rank). Causal: from the last key tile that sees
+// the block down to 0. A CTA meets a query tile B_c / B_r visits after the CTA of the next key tile,
 // which starts that many tiles lower, so going down no CTA waits for one that is behind it. (Up,
 // each would wait for the one before, and the waits would chain along the diagonal.) The CTA it
 // waits for was launched after it but never waits for it in turn, and the CTAs launched before it
@@ -234,8 +249,8 @@ __device__ void produce(const Smem<C>& sm, const CUtensorMap* tmQ, const CUtenso
 // refuses more). Dense: every CTA walks the same query tiles from the same start, and from key
 // tile 0 up a CTA waits only for CTAs launched before it, at any N_kv.
 template <class C, class V>
-__device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p) {
-  for (int n = 0; n < w.steps; ++n) {
+__device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p, const V& var) {
+  for (int n = 0; n < w.visits; ++n) {
     const int seq = w.pos + n, b = seq % C::kdQBuffers;
     for (int cw = 0; cw < 2; ++cw) {
       tc::mbarrier_wait(sm.dq_full(cw, b), (seq / C::kdQBuffers) & 1);
@@ -243,7 +258,7 @@ __device__ void write_dq(const Smem<C>& sm, const Walk<C, V>& w, const Params& p
       const std::size_t block = layout::block_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
       if constexpr (C::kDeterministic) {
         int* flag = p.dq_flags + layout::flag_index(w.q_head(n), p.blocks, row_block, C::d, chunk);
-        const int rank = w.dq_rank(w.i(n), p);
+        const int rank = var.template dq_rank<C>(w.i(n), w.j, static_cast<int>(gridDim.x), p);
         const int turn = C::kDqWritersPerBlock == 1 ? rank : 2 * rank + cw;
         while (tc::ld_acquire_gpu(flag) != turn) {
         }
@@ -274,11 +289,11 @@ struct Consumer {
   enum : int { kDsReady = 1 };  // a named barrier of the two consumer warpgroups
   const Smem<C>& sm;
   const V& var;
-  int cw, t;                                            // warpgroup 0 or 1 (keys 64 cw ..), thread in it
-  float dk[C::d / 2], dv[C::d / 2];                     // dK_j, dV_j: this warpgroup's 64 keys x d
-  float s[C::kAcc], dp[C::kAcc];                        // S^T then P^T; dP^T then dS^T (64 keys x B_r queries)
-  std::uint32_t pf[C::kQSteps][4], dsf[C::kQSteps][4];  // P^T, dS^T as A fragments (bf16)
-  float dq[32];                                         // a 64 x 64 block of dQ_i
+  int cw, t;                                              // warpgroup 0 or 1 (keys 64 cw ..), thread in it
+  float dk[C::d / 2], dv[C::d / 2];                       // dK_j, dV_j: this warpgroup's 64 keys x d
+  float s[C::kAcc], dp[C::kAcc];                          // S^T then P^T; dP^T then dS^T (64 keys x B_r queries)
+  std::uint32_t pf[C::kQSlices][4], dsf[C::kQSlices][4];  // P^T, dS^T as A fragments (bf16)
+  float dq[32];                                           // a 64 x 64 block of dQ_i
 
   __device__ int key_row(int h) const { return 16 * (t / 32) + t % 32 / 4 + 8 * h; }  // 0..63
 
@@ -287,7 +302,7 @@ struct Consumer {
   __device__ void issue_ss(float (&acc)[C::kAcc], std::uint32_t a, std::uint32_t b) {
     tc::wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < C::kSSteps; ++k) {  // along d: 32 bytes of a 128-byte row per k16 step
+    for (int k = 0; k < C::kSSlices; ++k) {  // along d: 32 bytes of a 128-byte row per k16 slice
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
       const std::uint32_t keys = box * C::B_c * 128 + cw * C::kKeysPerWarpgroup * 128 + off;
       const std::uint64_t da = tc::wgmma_desc_sw128(a + keys), db = tc::wgmma_desc_sw128(b + box * C::B_r * 128 + off);
@@ -322,17 +337,17 @@ struct Consumer {
     }
     pack_p();
   }
-  // k16 step kk of dV += P^T dO (queries 16 kk ..) reads columns jj = 2 kk, 2 kk + 1: registers
+  // k16 slice kk of dV += P^T dO (queries 16 kk ..) reads columns jj = 2 kk, 2 kk + 1: registers
   // 8 kk .. 8 kk + 7, in the order of the A fragment (chapter 12's to_p).
   __device__ void pack_p() {
 #pragma unroll
-    for (int kk = 0; kk < C::kQSteps; ++kk)
+    for (int kk = 0; kk < C::kQSlices; ++kk)
 #pragma unroll
       for (int q = 0; q < 4; ++q) pf[kk][q] = tc::pack_bf16x2(s[8 * kk + 2 * q], s[8 * kk + 2 * q + 1]);
   }
   __device__ void pack_ds() {
 #pragma unroll
-    for (int kk = 0; kk < C::kQSteps; ++kk)
+    for (int kk = 0; kk < C::kQSlices; ++kk)
 #pragma unroll
       for (int q = 0; q < 4; ++q) dsf[kk][q] = tc::pack_bf16x2(dp[8 * kk + 2 * q], dp[8 * kk + 2 * q + 1]);
   }
@@ -340,7 +355,7 @@ struct Consumer {
   // fp32; with 128 queries those 64 registers do not fit beside dP^T's, the fragments of P^T and
   // of dS^T, dK and dV, so P^T comes back from its bf16 fragments (the P that dV is summed from):
   // S^T's registers are free once the fragments are packed. (The PTX ISA forbids touching a
-  // wgmma's A registers while it runs: step() then forms dS^T before it issues dV.)
+  // wgmma's A registers while it runs: visit() then forms dS^T before it issues dV.)
   __device__ float p_of(int r) const {
     if constexpr (C::kPFromFragments) {  // register r: fragment (jj / 2, 2 (jj % 2) + h), half e
       const int jj = r / 4, h = r / 2 % 2, e = r % 2;
@@ -398,11 +413,11 @@ struct Consumer {
 
   // dS^T into shared memory as boxes of [B_c keys][64 queries] bf16, 128B-swizzled (16-byte unit
   // u of row r at u ^ r % 8, as TMA would write it): wgmma then reads it as the MN-major A operand
-  // dS. Fragment register q of step kk holds row h = q % 2, columns 16 kk + 8 (q / 2) + 2c, +1:
+  // dS. Fragment register q of slice kk holds row h = q % 2, columns 16 kk + 8 (q / 2) + 2c, +1:
   // box kk / 4, unit (2 kk + q / 2) % 8 of the row.
   __device__ void store_ds(int b) const {
 #pragma unroll
-    for (int kk = 0; kk < C::kQSteps; ++kk)
+    for (int kk = 0; kk < C::kQSlices; ++kk)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int r = cw * C::kKeysPerWarpgroup + key_row(q % 2), unit = (2 * kk + q / 2) % 8;
@@ -414,10 +429,10 @@ struct Consumer {
   // dV += P^T dO_i, dK += dS^T Q_i: A from registers, B = dO_i, Q_i as they lie ([queries][d]
   // boxes: MN-major, the next 16 queries 2048 bytes on, the next 64 columns one box on).
   // One group each: dV goes first, as soon as P^T is ready.
-  __device__ void issue_rs(float (&acc)[C::d / 2], const std::uint32_t (&a)[C::kQSteps][4], std::uint32_t b) {
+  __device__ void issue_rs(float (&acc)[C::d / 2], const std::uint32_t (&a)[C::kQSlices][4], std::uint32_t b) {
     tc::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < C::kQSteps; ++kk) {
+    for (int kk = 0; kk < C::kQSlices; ++kk) {
       const std::uint64_t desc = tc::wgmma_desc_mn_sw128(b + kk * 16 * 128, C::B_r * 128);
       if constexpr (C::d == 128)
         tc::wgmma_m64n128k16_rs_bf16_tb(acc, a[kk], desc, 1);
@@ -436,7 +451,7 @@ struct Consumer {
     const std::uint32_t ds = sm.dS(b) + (C::kDqSplitRows ? cw * C::B_c * 128 : 0);
     tc::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < C::kDqKeySteps; ++kk) {
+    for (int kk = 0; kk < C::kDqKeySlices; ++kk) {
       const int key = key_base + 16 * kk;
       tc::wgmma_m64n64k16_ss_bf16<1, 1>(dq, tc::wgmma_desc_mn_sw128(ds + key * 128, C::B_r * 128),
                                         tc::wgmma_desc_mn_sw128(sm.K() + box * C::B_c * 128 + key * 128, C::B_c * 128),
@@ -447,7 +462,7 @@ struct Consumer {
 
   // Adds dQ_i's block into the fp32 accumulator (fa3_bwd_layout.h): Atomic, from the registers;
   // otherwise through buffer seq % kdQBuffers in shared memory to the writer warp (seq: the CTA's
-  // step number). Accumulator row 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
+  // visit number). Accumulator row 16w + g + 8h is that row of the block; its columns 8 jj + 2c + e.
   __device__ void add_dq(int seq, int head, int i, const Params& p) {
     if constexpr (!C::kBulk) {
       float* g = p.dQ_acc + layout::block_index(head, p.blocks, C::dq_row_block(i, cw), C::d, C::dq_chunk(cw));
@@ -473,18 +488,18 @@ struct Consumer {
     }
   }
 
-  // S^T of the CTA's step number seq, once its stage is loaded.
+  // S^T of the CTA's visit number seq, once its stage is loaded.
   __device__ void issue_s(int seq) {
     const int st = seq % C::kStages;
     tc::mbarrier_wait(sm.full(st), (seq / C::kStages) & 1);
     issue_ss(s, sm.K(), sm.Q(st));
   }
 
-  // Step n of walk w: the CTA's step number seq = w.pos + n (its stage, its buffers).
-  __device__ void step(int n, const Walk<C, V>& w, const Params& p) {
+  // Visit n of walk w (one query tile): the CTA's visit number seq = w.pos + n (its stage, its buffers).
+  __device__ void visit(int n, const Walk<C, V>& w, const Params& p) {
     const int seq = w.pos + n, st = seq % C::kStages, i0 = w.i(n) * C::B_r, head = w.q_head(n);
     const bool masked = var.template masked<C>(w.qs, n, w.j0, i0, p);
-    issue_ss(dp, sm.V(), sm.dO(st));  // S^T is done (the step before waited for it)
+    issue_ss(dp, sm.V(), sm.dO(st));  // S^T is done (the visit before waited for it)
     if constexpr (!V::kScoreMod) {
       if (masked)
         probabilities<true>(st, head, w.j0, i0, p);
@@ -510,8 +525,8 @@ struct Consumer {
         probabilities_and_gradients<false>(st, head, w.j0, i0, p);
       issue_rs(dv, pf, sm.dO(st));
     }
-    // dS^T buffer seq % 2 was last read by step seq - 2's dQ, which both warpgroups waited for
-    // before they met at step seq - 1's barrier below: no barrier is needed before writing it.
+    // dS^T buffer seq % 2 was last read by visit seq - 2's dQ, which both warpgroups waited for
+    // before they met at visit seq - 1's barrier below: no barrier is needed before writing it.
     store_ds(seq % C::kdSBuffers);
     tc::fence_proxy_async_shared_cta();  // wgmma reads what these stores wrote
     issue_rs(dk, dsf, sm.Q(st));
@@ -522,10 +537,10 @@ struct Consumer {
     tc::fence_operand(dv);
     tc::fence_operand(pf);
     tc::fence_operand(dsf);
-    // The next step's S^T runs while this one's dQ_i is handed to the writer. The last step
-    // issues its own S^T once more (unused): every step then has the same GEMMs in flight at
-    // each wait, and none past the step's end, as ptxas needs to keep the wgmmas unserialised.
-    issue_s(w.pos + min(n + 1, w.steps - 1));
+    // The next visit's S^T runs while this one's dQ_i is handed to the writer. The last visit
+    // issues its own S^T once more (unused): every visit then has the same GEMMs in flight at
+    // each wait, and none past the visit's end, as ptxas needs to keep the wgmmas unserialised.
+    issue_s(w.pos + min(n + 1, w.visits - 1));
     tc::wgmma_wait_group<1>();  // dQ is done; S^T may still run
     tc::fence_operand(dq);
     add_dq(seq, head, w.i(n), p);
@@ -547,12 +562,12 @@ struct Consumer {
     if constexpr (C::B_r == 128) asm volatile("mov.b32 %0, 0;" : "=f"(zero));
 #pragma unroll
     for (int k = 0; k < C::d / 2; ++k) dk[k] = zero, dv[k] = zero;
-    if (w.steps == 0) return;
+    if (w.visits == 0) return;
     tc::mbarrier_wait(sm.kv_full(), w.loads & 1);
     issue_s(w.pos);
     tc::wgmma_wait_group<0>();
     tc::fence_operand(s);
-    for (int n = 0; n < w.steps; ++n) step(n, w, p);
+    for (int n = 0; n < w.visits; ++n) visit(n, w, p);
   }
 
   // dK_j = scale dS^T Q summed, dV_j: bf16, straight from the registers (once per CTA).
@@ -575,17 +590,17 @@ struct Consumer {
 #endif  // TC_HOPPER_ENABLED
 
 // ---- the kernel ------------------------------------------------------------------------------
-// A variant walks one key tile per CTA, or (V::kPersistent) one CTA per SM walks places of the
+// The scheduler gives each CTA one walk, or (S::kPersistent) one CTA per SM walks places of the
 // launch order until none is left. CTA c takes place c first; each next place comes from a counter
 // in global memory (the deterministic step's flags, unused by the others and zeroed before every
 // launch: the place is gridDim.x plus the count), so a CTA that finishes early takes the next
 // place, as the GPU hands the next CTA to whichever SM frees up. The producer draws the places and
 // passes them on through two slots in shared memory; each role (producer, dQ writer, consumers)
-// walks the same sequence, and the counts of earlier steps keep their barriers in step.
-template <class C, class V, class F>
-__device__ void for_each_walk(const Smem<C>& sm, bool draws, const Params& p, const V& var, F&& f) {
+// walks the same sequence, and the counts of earlier visits keep their barriers in step.
+template <class C, class V, class S, class F>
+__device__ void for_each_walk(const Smem<C>& sm, bool draws, const Params& p, const V& var, S scheduler, F&& f) {
   static_assert(!C::kDeterministic, "the deterministic step's flags count dQ's additions");
-  const int T_c = (p.N_kv + C::B_c - 1) / C::B_c, places = T_c * var.kv_heads;
+  const int T_c = (p.N_kv + C::B_c - 1) / C::B_c, places = S::places(T_c, p, var);
   int pos = 0, loads = 0;
   for (int k = 0;; ++k) {
     int t;
@@ -600,35 +615,37 @@ __device__ void for_each_walk(const Smem<C>& sm, bool draws, const Params& p, co
       tc::mbarrier_arrive(sm.next_empty(k % 2));
     }
     if (t >= places) return;
-    Walk<C, V> w(t, T_c, p, var);
+    Walk<C, V> w(t, T_c, p, var, scheduler);
     w.pos = pos, w.loads = loads;
     f(w);
-    pos += w.steps, loads += w.steps > 0;
+    pos += w.visits, loads += w.visits > 0;
   }
 }
 
-template <class C, class V>
+// The kernel: a tile config C (fa3_bwd_config.h), an attention variant V, a scheduler S.
+template <class C, class V, class S>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fa3_bwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmdO,
                    const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                    const __grid_constant__ Params p, const __grid_constant__ V var) {
+  constexpr S scheduler{};
 #if TC_HOPPER_ENABLED
   extern __shared__ unsigned char smem_raw[];
   const Smem<C> sm(smem_raw);
   if (threadIdx.x == 0) {
     sm.init_barriers();
-    if constexpr (V::kPersistent) sm.init_next_places();
+    if constexpr (S::kPersistent) sm.init_next_places();
   }
   __syncthreads();
   const int wg = threadIdx.x / 128;
-  if constexpr (!V::kPersistent) {  // one walk, built once before the roles split
-    const Walk<C, V> w(p, var);
+  if constexpr (!S::kPersistent) {  // one walk, built once before the roles split
+    const Walk<C, V> w(p, var, scheduler);
     if (wg == 0) {  // copies only (TMA in, dQ out): it gives its registers to the consumers
       tc::setmaxnreg_dec<C::kProducerRegs>();
       const int warp = threadIdx.x / 32;
       if (warp == 0 && tc::elect_one_sync()) produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p);
       if constexpr (C::kBulk)
-        if (warp == 1 && tc::elect_one_sync()) write_dq<C>(sm, w, p);
+        if (warp == 1 && tc::elect_one_sync()) write_dq<C>(sm, w, p, var);
       return;
     }
     tc::setmaxnreg_inc<C::kConsumerRegs>();
@@ -640,15 +657,16 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       tc::setmaxnreg_dec<C::kProducerRegs>();
       const int warp = threadIdx.x / 32;
       if (warp == 0 && tc::elect_one_sync())
-        for_each_walk(sm, true, p, var, [&](const Walk<C, V>& w) { produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p); });
+        for_each_walk(sm, true, p, var, scheduler,
+                      [&](const Walk<C, V>& w) { produce<C>(sm, &tmQ, &tmdO, &tmK, &tmV, w, p); });
       if constexpr (C::kBulk)
         if (warp == 1 && tc::elect_one_sync())
-          for_each_walk(sm, false, p, var, [&](const Walk<C, V>& w) { write_dq<C>(sm, w, p); });
+          for_each_walk(sm, false, p, var, scheduler, [&](const Walk<C, V>& w) { write_dq<C>(sm, w, p, var); });
       return;
     }
     tc::setmaxnreg_inc<C::kConsumerRegs>();
     Consumer<C, V> consumer{sm, var, wg - 1, static_cast<int>(threadIdx.x % 128)};
-    for_each_walk(sm, false, p, var, [&](const Walk<C, V>& w) {
+    for_each_walk(sm, false, p, var, scheduler, [&](const Walk<C, V>& w) {
       consumer.run(w, p);
       consumer.store(w, p);
     });
@@ -666,18 +684,18 @@ inline tc::TensorMapKey map_key(const void* X, std::uint64_t cols, std::uint64_t
   return k;
 }
 
-template <class C, class V>
-void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params& p, const V& var,
+template <class C, class V, class S>
+void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params& p, const V& var, S,
                 cudaStream_t stream) {
   const std::uint64_t d = C::d;
   const CUtensorMap tmQ = tc::tensor_map(map_key(x.Q, d, s.N, s.heads(), C::B_r));
   const CUtensorMap tmdO = tc::tensor_map(map_key(x.dO, d, s.N, s.heads(), C::B_r));
   const CUtensorMap tmK = tc::tensor_map(map_key(x.K, d, s.nkv(), s.kv_heads(), C::B_c));
   const CUtensorMap tmV = tc::tensor_map(map_key(x.V, d, s.nkv(), s.kv_heads(), C::B_c));
-  auto* kernel = fa3_bwd_kernel<C, V>;
+  auto* kernel = fa3_bwd_kernel<C, V, S>;
   ladder::allow_dynamic_smem(kernel, C::kSmemBytes, "fa3bwd::backward");
   dim3 grid(ladder::ceil_div(s.nkv(), C::B_c), static_cast<unsigned>(s.kv_heads()));
-  if constexpr (V::kPersistent)
+  if constexpr (S::kPersistent)
     grid = dim3(std::min<long long>(std::int64_t(grid.x) * grid.y, ladder::device().sm_count));
   kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(tmQ, tmdO, tmK, tmV, p, var);
   CUDA_CHECK_LAUNCH();

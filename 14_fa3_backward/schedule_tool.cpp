@@ -46,7 +46,7 @@ struct Costs {
 template <class C>
 void play(std::ostream& out, int T, bool overlapped, const Costs& cost) {
   constexpr int S = C::kStages, Q = C::B_r, K = C::kKeysPerWarpgroup, d = C::d, B = C::kdQBuffers;
-  // S^T, dP^T: kSSteps wgmma.m64n{B_r}k16; dV, dK: kQSteps wgmma.m64n{d}k16; dQ: kDqKeySteps
+  // S^T, dP^T: kSSlices wgmma.m64n{B_r}k16; dV, dK: kQSlices wgmma.m64n{d}k16; dQ: kDqKeySlices
   // wgmma.m64n64k16 (each consumer owns one 64 x 64 block of dQ_i).
   const Tick s_wgmma = 2L * K * Q * 16 / kTensorFlopsPerCycle;
   const Tick kv_wgmma = 2L * K * d * 16 / kTensorFlopsPerCycle;
@@ -96,7 +96,7 @@ void play(std::ostream& out, int T, bool overlapped, const Costs& cost) {
     };
     auto issue_s = [&](int n) {
       p.wait(full[n % S], n / S + 1, "wait full");
-      gemm(C::kSSteps, s_wgmma, "S", n);
+      gemm(C::kSSlices, s_wgmma, "S", n);
     };
     auto add_dq = [&](int n) {
       p.wait(dq_empty[cw][n % B], n / B, "wait dQ buffer");
@@ -107,16 +107,16 @@ void play(std::ostream& out, int T, bool overlapped, const Costs& cost) {
     if (overlapped) issue_s(0), p.wait_groups(0);
     for (int n = 0; n < T; ++n) {
       if (!overlapped) issue_s(n);
-      gemm(C::kSSteps, s_wgmma, "dP", n);
+      gemm(C::kSSlices, s_wgmma, "dP", n);
       if (!overlapped) p.wait_groups(1);
       p.run(mufu, exps, "softmax", "P " + std::to_string(n), {}, 8);
-      gemm(C::kQSteps, kv_wgmma, "dV", n);
+      gemm(C::kQSlices, kv_wgmma, "dV", n);
       p.wait_groups(1);
       p.run(-1, cost.elementwise, "elementwise", "dS " + std::to_string(n));
       p.run(-1, cost.elementwise, "store", "dS^T");
-      gemm(C::kQSteps, kv_wgmma, "dK", n);
+      gemm(C::kQSlices, kv_wgmma, "dK", n);
       p.bar_sync(ds_ready, "dS^T written");
-      gemm(C::kDqKeySteps, dq_wgmma, "dQ", n);
+      gemm(C::kDqKeySlices, dq_wgmma, "dQ", n);
       if (overlapped) {
         p.wait_groups(1);
         issue_s(std::min(n + 1, T - 1));
@@ -137,7 +137,7 @@ void play(std::ostream& out, int T, bool overlapped, const Costs& cost) {
   sched::write_params(out, panel,
                       {{"stages", S},
                        {"d", d},
-                       {"gemm_cycles", C::kSSteps * s_wgmma},
+                       {"gemm_cycles", C::kSSlices * s_wgmma},
                        {"softmax_cycles", exps},
                        {"copy_cycles", cost.copy},
                        {"elementwise_cycles", cost.elementwise},

@@ -28,8 +28,8 @@ void policy(std::ostream& out) {
   const std::string s_shape = "m64n" + std::to_string(C::B_r) + "k16";
   for (int cw = 0; cw < 2; ++cw)  // x: queries, y: keys
     rect("scores", 0, cw * C::kKeysPerWarpgroup, C::B_r, C::kKeysPerWarpgroup, std::to_string(cw),
-         "consumer " + std::to_string(cw + 1) + ": " + std::to_string(C::kSSteps) + " x " + s_shape);
-  const int key_steps = C::kDqKeySteps;
+         "consumer " + std::to_string(cw + 1) + ": " + std::to_string(C::kSSlices) + " x " + s_shape);
+  const int key_steps = C::kDqKeySlices;
   for (int cw = 0; cw < 2; ++cw) {  // x: columns of d, y: queries of the tile (tile i = 0)
     const int row = C::dq_row_block(0, cw) * 64, col = C::dq_chunk(cw) * 64;
     const std::string keys = C::kDqWritersPerBlock == 1 ? "all 128 keys" : "its 64 keys";
@@ -37,7 +37,7 @@ void policy(std::ostream& out) {
          "consumer " + std::to_string(cw + 1) + ": " + std::to_string(key_steps) + " x m64n64k16 over " + keys);
   }
   // A warpgroup's GEMMs per step in m64n64k16 units: S^T, dP^T, dV, dK, dQ.
-  const int s = C::kSSteps * C::B_r / 64, kv = C::kQSteps * C::d / 64, dq = C::kDqKeySteps;
+  const int s = C::kSSlices * C::B_r / 64, kv = C::kQSlices * C::d / 64, dq = C::kDqKeySlices;
   rect("work", 2 * s + 2 * kv + dq, 0, 0, 0, "",
        "S^T " + std::to_string(s) + " + dP^T " + std::to_string(s) + " + dV " + std::to_string(kv) + " + dK " +
            std::to_string(kv) + " + dQ " + std::to_string(dq));

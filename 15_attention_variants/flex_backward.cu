@@ -1,5 +1,5 @@
-// The backward of every built-in (flex.h): chapter 14's kernel template with FlexBackward, its
-// fast step (the dQ writer's bulk reduce-add). Compiled for sm_90a only (CMakeLists.txt).
+// The backward of every built-in (flex.h): chapter 14's kernel template with FlexBackward and
+// BlockMaskScheduler, its fast step (the dQ writer's bulk reduce-add). Compiled for sm_90a only (CMakeLists.txt).
 #include "14_fa3_backward/fa3_bwd_kernel.cuh"
 #include "flex_variants.cuh"
 
@@ -22,9 +22,9 @@ void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& sc
       fa3bwd::detail::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, {fa3bwd::Step::BulkReduce}, stream);
   const detail::FlexBackward<Mask, Score> var{mask, score, bm.q(), run.s.H, static_cast<int>(run.s.kv_heads())};
   if (run.s.d == 64)
-    fa3bwd::detail::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, stream);
+    fa3bwd::detail::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
   else
-    fa3bwd::detail::launch_cfg<Cfg<128>>(run.s, {Q, K, V, dO}, run.p, var, stream);
+    fa3bwd::detail::launch_cfg<Cfg<128>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
   fa3bwd::detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }
 

@@ -133,13 +133,28 @@ struct FlexForward {
 };
 
 // ---- the backward: chapter 14's CTA of key tile j walks its query tiles ---------------------------
+// The scheduler: one CTA per SM walks the key tiles, taking the next place of the launch order
+// (chapter 14's sections of heads) whenever it is done with one: its next K_j, V_j load while it
+// stores the last dK_j, dV_j, which pays off when walks are short. Within a head the key tiles go
+// by the length of their walk through the block mask, longest first (flex.cpp sorts them), so
+// that the long walks start first.
+struct BlockMaskScheduler {
+  static constexpr bool kPersistent = true;
+  template <class V>
+  __device__ static fa3bwd::sched::Tile tile(int place, int T_c, const fa3bwd::detail::Params& p, const V& var) {
+    const fa3bwd::sched::Tile t = fa3bwd::sched::tile(place, T_c, p.sections);
+    return {var.bm.order[list_row(var.bm, t.head / p.H_kv, t.head % p.H_kv, t.j)], t.head};
+  }
+  template <class V>
+  __device__ static int places(int T_c, const fa3bwd::detail::Params&, const V& var) {
+    return T_c * var.kv_heads;
+  }
+};
+
+// The variant: the block mask's query tiles, the element mask and the score modifier.
 template <class Mask, class Score>
 struct FlexBackward {
   static constexpr bool kScoreMod = !std::is_same_v<Score, NoScoreMod>;
-  // One CTA per SM walks the key tiles, taking the next place of the launch order (chapter 14's
-  // sections of heads, each head's key tiles longest walk first) whenever it is done with one: its
-  // next K_j, V_j load while it stores the last dK_j, dV_j, which pays off when walks are short.
-  static constexpr bool kPersistent = true;
   Mask mask;
   Score mod;
   BlockMaskView bm;  // q(): per key tile
@@ -150,16 +165,10 @@ struct FlexBackward {
   // refuses a head-dependent block mask with GQA).
   struct Queries {
     Listed tiles;
-    int steps;
+    int visits;
     __device__ int head(int n) const { return n / tiles.n; }
     __device__ int i(int n) const { return tiles.tile(n % tiles.n); }
   };
-  // The key tile launched at place `rank` of its head's section (chapter 14's launch order): the
-  // block mask's tiles by the length of their walk, longest first (flex.cpp), so that the GPU,
-  // which hands the next CTA to whichever SM frees up, starts the long walks first.
-  __device__ int key_tile(int rank, int kv_head, const fa3bwd::detail::Params& p) const {
-    return bm.order[list_row(bm, kv_head / p.H_kv, kv_head % p.H_kv, rank)];
-  }
   template <class C>
   __device__ Queries queries(int j0, int kv_head, const fa3bwd::detail::Params& p) const {
     const Listed l = Listed::of(bm, list_row(bm, kv_head / p.H_kv, kv_head % p.H_kv, j0 / C::B_c));

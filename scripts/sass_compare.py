@@ -44,7 +44,9 @@ def compile_at(entry, source, root, tree, obj):
     command = entry["command"].replace(entry["file"], str(root / source)).replace(str(tree), str(root))
     words = shlex.split(command)
     words[words.index("-o") + 1] = str(obj)
-    subprocess.run(words, cwd=entry["directory"], check=True, capture_output=True)
+    done = subprocess.run(words, cwd=entry["directory"], capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"sass_compare: {source} does not compile at {root}:\n{done.stderr[-3000:]}")
     return obj
 
 
