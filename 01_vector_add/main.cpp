@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
     const auto model_threads = static_cast<std::size_t>(args.integer("--model-threads", 8, 1, 4096));
     const std::string print_model = args.choice("--print-model", {"text", "csv"}, "");
     args.done();
+    args.exclusive("--print-model", "it prints the thread table and exits",
+                   {"--repeats", "--warmup", "--no-flush", "--summary", "--dump"});
+    if (print_model == "csv") args.exclusive("--print-model", "csv: the table alone, whatever n", {"--n"});
     if (!print_model.empty()) {  // the CPU model only, on any machine
       if (print_model == "csv") vadd::print_thread_csv(std::cout, model_n, model_threads, 4);
       if (print_model == "text") vadd::print_thread_model(std::cout, model_n, model_threads, 4, n);

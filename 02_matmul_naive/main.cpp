@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const std::string print_model = args.choice("--print-model", {"text", "csv"}, "");
     args.done();
+    args.exclusive("--print-model", "it prints the warp model and exits", {"--repeats", "--summary", "--dump"});
     if (!print_model.empty()) {  // the CPU model only, on any machine
       if (print_model == "csv") naive::print_coalescing_csv(std::cout, shape.M, shape.N, shape.K);
       if (print_model == "text") naive::print_coalescing_model(std::cout, shape.M, shape.N, shape.K);

@@ -24,7 +24,10 @@ int main(int argc, char** argv) {
     const mm::Shape shape = mm::shape_flags(args, {4096, 4096, 4096});
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const std::string print_model = args.choice("--print-model", {"text", "csv"}, "");
+    args.gpu_only({"--M", "--N", "--K"});  // the bank model is the same at every shape
     args.done();
+    args.exclusive("--print-model", "it prints the bank model and exits",
+                   {"--M", "--N", "--K", "--repeats", "--summary", "--dump"});
     if (!print_model.empty()) {  // the CPU model only, on any machine
       if (print_model == "csv") banks::print_bank_csv(std::cout);
       if (print_model == "text") banks::print_bank_model(std::cout);

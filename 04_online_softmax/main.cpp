@@ -4,6 +4,8 @@
 // copy of the same matrix, measured in this run.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 #include <stdexcept>
@@ -28,7 +30,8 @@ constexpr const char* kUsage =
     "                and 2048x65536, the benchmark's shapes: 128-512 MiB each, far past the L2)\n"
     "  --repeats N   timed repeats per kernel (default 20)\n"
     "  --trace       the CPU parts only: the (m, l) trace and the fp16 overflow\n"
-    "  --x a,b,...   trace this row as well (element by element and in blocks)\n"
+    "  --x a,b,...   trace this row as well (element by element and in blocks): finite numbers,\n"
+    "                or -inf for a masked element\n"
     "  --block B     the block size for tracing --x (default 2)\n";
 
 struct Shape {
@@ -39,19 +42,33 @@ const std::vector<Shape> kDefaultShapes = {{8192, 8192}, {32768, 4096}, {4096, 3
 // The shape of the "best kernel vs copy" target.
 constexpr Shape kHeadline{32768, 4096};
 
+// --x: finite numbers, or -inf (a masked element: e^-inf = 0). NaN and +inf have no softmax to
+// trace (the element-wise and the blocked recurrences would each print their own wrong answer),
+// and a row of -inf alone has none either (0 / 0).
 std::vector<double> parse_row(const std::string& text) {
+  const std::string allowed = "finite numbers or -inf, comma-separated (e.g. 1,3,-inf,5)";
   std::vector<double> x;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
     std::size_t used = 0;
+    bool out_of_range = false;
     try {
       x.push_back(std::stod(item, &used));
+    } catch (const std::out_of_range&) {
+      out_of_range = true;
     } catch (const std::exception&) {
       used = 0;
     }
+    if (out_of_range)
+      throw std::invalid_argument("--x: '" + item + "' is past what a double holds; --x takes " + allowed);
     if (item.empty() || used != item.size())
-      throw std::invalid_argument("--x expects comma-separated numbers (e.g. 1,3,2), got '" + item + "'");
+      throw std::invalid_argument("--x expects " + allowed + ", got '" + item + "'");
+    if (std::isnan(x.back()) || x.back() == INFINITY)
+      throw std::invalid_argument("--x: '" + item + "' has no softmax to trace; --x takes " + allowed);
   }
+  if (!text.empty() && text.back() == ',') throw std::invalid_argument("--x ends in a comma; --x takes " + allowed);
+  if (std::all_of(x.begin(), x.end(), [](double v) { return v == -INFINITY; }))
+    throw std::invalid_argument("--x: every element is -inf, so softmax is 0 / 0; give at least one finite number");
   return x;
 }
 
@@ -145,10 +162,13 @@ int main(int argc, char** argv) {
     const int C = static_cast<int>(args.integer("--C", 0, 1));
     const int repeats = static_cast<int>(args.integer("--repeats", 20));
     const bool trace_only = args.flag("--trace");
-    const std::string x_text = args.text("--x");
+    const std::string x_text = args.text("--x", "", "numbers, e.g. 1,3,-inf,5");
     const std::vector<double> own_row = x_text.empty() ? std::vector<double>{} : parse_row(x_text);
     const int B = static_cast<int>(args.integer("--block", 2));
+    args.gpu_only({"--R", "--C"});
     args.done();
+    args.needs("--block", !x_text.empty(), "--x (it is the block size of --x's trace)");
+    args.exclusive("--trace", "the CPU parts only", {"--R", "--C", "--repeats", "--dump"});
     if ((R > 0) != (C > 0)) throw std::invalid_argument("--R and --C go together: give both or neither");
     if (R > 0) {  // the input, the output and the fp64 reference of the matrix
       ladder::check_device_memory("--R " + std::to_string(R) + " --C " + std::to_string(C), 8.0 * R * C);

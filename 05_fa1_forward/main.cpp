@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile = args.choice("--profile", {"fa1", "standard"}, "");
     args.done();
+    args.exclusive("--profile", "one launch on the shape, then exit", {"--check-N", "--repeats", "--dump"});
     const std::size_t smem = ladder::smem_per_block_for_models();
     const fa1::Tiles t = fa1::tiles(s, smem);  // validates the shape
     ladder::check_device_memory("shape " + s.str() + " (Q, K, V, O, l, m)", 4.0 * (4.0 * s.elems() + 2.0 * s.rows()));

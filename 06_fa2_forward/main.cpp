@@ -38,6 +38,7 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile = args.choice("--profile", {"fa2", "fa1", "standard"}, "");
     args.done();
+    args.exclusive("--profile", "one launch on the shape, then exit", {"--check-N", "--repeats", "--dump"});
     const std::size_t smem = ladder::smem_per_block_for_models();
     const fa2::Tiles t = fa2::tiles(s, smem);  // validates the shape
     ladder::check_device_memory("shape " + s.str() + " (Q, K, V, O, L)", 4.0 * (4.0 * s.elems() + 2.0 * s.rows()));

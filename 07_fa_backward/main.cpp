@@ -69,7 +69,12 @@ int main(int argc, char** argv) {
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
     const std::string profile = args.choice("--profile", {"atomic", "deterministic", "standard"}, "");
     const std::vector<long long> accuracy_N = args.integers("--accuracy", {}, 1, 65536);
+    args.gpu_only({"--accuracy"});
     args.done();
+    args.exclusive("--accuracy", "its own shapes, B=1 H=2 dense at each N, then exit",
+                   {"--B", "--H", "--N", "--mask", "--check-N", "--repeats", "--profile"});
+    args.exclusive("--profile", "one dense backward on the shape, then exit",
+                   {"--mask", "--check-N", "--repeats", "--dump"});
     std::vector<bool> masks;
     if (mask != "causal") masks.push_back(false);
     if (mask != "dense") masks.push_back(true);

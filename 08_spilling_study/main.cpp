@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
     const std::string csv = args.text("--csv");
     const std::string profile = args.choice("--profile", {"normal", "local", "capped"}, "");
     args.done();
+    args.exclusive("--profile", "one launch at the timed shape, then exit",
+                   {"--check-N", "--repeats", "--csv", "--dump"});
     ladder::check_device_memory("shape B=" + std::to_string(timed.B) + " H=" + std::to_string(timed.H) +
                                     " N=" + std::to_string(timed.N) + " at d = 256 (Q, K, V, O)",
                                 4.0 * 4.0 * timed.B * timed.H * timed.N * 256);

@@ -93,6 +93,12 @@ int main(int argc, char** argv) {
     const std::vector<std::string> profile = step_list(args, "--profile", true);
     args.gpu_only({"--only", "--M", "--N", "--K"});
     args.done();
+    const std::vector<std::string> gpu_flags{"--M",    "--N",       "--K",       "--repeats",
+                                             "--only", "--profile", "--summary", "--dump"};
+    args.exclusive("--layouts", "it prints the tables and exits", gpu_flags);
+    args.exclusive("--layouts-csv", "it prints the tables as CSV and exits", gpu_flags);
+    args.exclusive("--layouts-csv", "the same tables as CSV", {"--layouts"});
+    args.exclusive("--profile", "one launch of each step it names, then exit", {"--only", "--repeats", "--dump"});
 
     if (layouts || layouts_csv) {
       layouts_csv ? tcmm::print_layouts_csv(std::cout) : tcmm::print_layouts(std::cout);

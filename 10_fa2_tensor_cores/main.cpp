@@ -91,7 +91,11 @@ int main(int argc, char** argv) {
     const int config = static_cast<int>(args.integer("--config", 0, 0));
     const int bwd_config = static_cast<int>(args.integer("--bwd-config", 0, 0));
     const std::string profile = args.choice("--profile", {"fwd", "fwd_fa1norm", "bwd", "bwd_det"}, "");
+    args.gpu_only({"--config", "--bwd-config"});
     args.done();
+    args.exclusive("--profile", "one launch on the shape, then exit", {"--check-N", "--repeats", "--dump"});
+    args.needs("--bwd-config", profile.rfind("fwd", 0) != 0,
+               "a run with a backward (no --profile, or --profile bwd, bwd_det)", "--profile " + profile);
     ladder::validate(s, fa2tc::kSupportedD, ladder::KvHeads::Any);
     // What the run and the launchers would refuse on the main shape, refused now, on every machine.
     ladder::check_device_memory("the main shape " + s.str(),

@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
     const std::string profile = args.choice("--profile", {"auto", "nosplit", "paged16", "paged64", "fa2tc"}, "");
     args.gpu_only({"--sweep"});
     args.done();
+    args.exclusive("--profile", "one launch at the last --N-kv, then exit", {"--sweep", "--repeats", "--dump"});
+    args.needs("--config", profile != "fa2tc", "this chapter's decode kernels (chapter 10's kernel has its own tiles)",
+               "--profile fa2tc");
     s.max_seq_len = static_cast<int>(nkv.back());
     fdec::Options opt;
     opt.config = config;

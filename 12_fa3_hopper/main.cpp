@@ -50,7 +50,7 @@ std::string check_fp8_slots() {
 
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
-    const auto flags = ladder::common_flags(args);
+    const auto flags = ladder::common_flags(args, "chapter 12 writes no arrays (its checks run inside the executable)");
     const ladder::GqaAttentionFlags attention = ladder::gqa_attention_flags(args);
     ladder::AttentionShape s = attention.shape;
     const int check_N = attention.check_N;
@@ -59,7 +59,22 @@ int main(int argc, char** argv) {
         args.choice("--profile", {"tma", "warpspec", "pingpong", "intrawg", "persistent", "fp8"}, "");
     const int key_tile = std::stoi(args.choice("--key-tile", {"128", "192", "224"}, "0"));
     const bool speculative_max = args.flag("--speculative-max");
+    args.gpu_only({"--key-tile", "--speculative-max"});
     args.done();
+    // The flags of the one --profile launch: refused without it, or with a launch they do not change.
+    args.exclusive("--profile", "one launch on the shape, then exit", {"--check-N", "--repeats"});
+    const std::string got = profile.empty() ? "" : "--profile " + profile;
+    args.needs("--key-tile", profile == "fp8", "--profile fp8 (the keys per step of that FP8 launch)", got);
+    args.needs("--speculative-max", profile == "intrawg" || profile == "persistent" || profile == "fp8",
+               "--profile intrawg, persistent or fp8 (the one launch it changes)", got);
+    if (speculative_max && key_tile != 0 && key_tile != 128)
+      throw std::invalid_argument("--speculative-max is compiled with 128 keys per step only, not with --key-tile " +
+                                  std::to_string(key_tile));
+    if (speculative_max && s.d != 128)
+      throw std::invalid_argument("--speculative-max is compiled at d=128 only, not at --d " + std::to_string(s.d));
+    if (profile == "fp8" && s.d == 256 && key_tile != 0 && key_tile != 128)
+      throw std::invalid_argument("--key-tile " + std::to_string(key_tile) +
+                                  ": FP8 at d=256 is compiled with 128 keys per step only");
     // (--profile fp8 also takes FP8's d = 256, where neither the bf16 steps nor chapter 10 are compiled)
     const bool fp8_profile = profile == "fp8";
     if (fp8_profile)
@@ -71,6 +86,28 @@ int main(int argc, char** argv) {
     ladder::check_device_memory("the main shape " + s.str(), 2.0 * (3 * s.elems() + 2 * s.kv_elems()) + 8.0 * s.rows());
     ladder::check_grid("the main shape " + s.str() + " (one row of blocks per head, B*H)", 1, s.heads());
     if (!fp8_profile) fa2tc::check_shape(s, "the main shape " + s.str());
+    auto step_named = [](const std::string& n) {
+      for (fa3::Step st : fa3::kAllSteps)
+        if (n == fa3::name(st)) return st;
+      return fa3::kBestStep;
+    };
+    // The --profile launch's options, and its variant checked now (compiled?), on every machine.
+    fa3::Fp8ForwardOptions fp8_options;
+    fp8_options.key_tile = key_tile;  // (224 keys: compiled for the intra-warpgroup kernel only)
+    if (key_tile == 224) fp8_options.step = fa3::Step::IntraWg;
+    fp8_options.speculative_max = speculative_max;
+    fa3::ForwardOptions bf16_options{step_named(profile)};
+    bf16_options.speculative_max = speculative_max;
+    if (!profile.empty()) {
+      fa3::detail::Tuning t;
+      t.speculative_max = speculative_max;
+      if (fp8_profile) t.key_tile = key_tile ? key_tile : fa3::detail::kFp8KeyTile;
+      try {
+        fa3::detail::footprint(s.d, fp8_profile, fp8_profile ? fp8_options.step : bf16_options.step, t);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument("--profile " + profile + " at " + s.str() + ": " + e.what());
+      }
+    }
 
     ladder::Report report("12_fa3_hopper", flags.summary);
     report.out() << "shape " << s.str() << "\n";
@@ -87,26 +124,15 @@ int main(int argc, char** argv) {
       return report.gpu_skipped(why + "; the FP8 key permutation agrees with the A fragment");
 
     const std::uint64_t seed = ladder::fresh_seed();
-    auto step_named = [](const std::string& n) {
-      for (fa3::Step st : fa3::kAllSteps)
-        if (n == fa3::name(st)) return st;
-      return fa3::kBestStep;
-    };
     if (!profile.empty()) {  // one launch, nothing else (for ncu)
       ladder::check_device_memory("--profile", 2.0 * (3 * s.elems() + 2 * s.kv_elems()));
       const fa3::Problem p = fa3::make_problem(s, seed);
       if (profile == "fp8") {
         fa3::Fp8Problem q = fa3::quantize_on_host(p, true);
-        fa3::Fp8ForwardOptions o;  // (224 keys: compiled for the intra-warpgroup kernel only)
-        o.key_tile = key_tile;
-        if (key_tile == 224) o.step = fa3::Step::IntraWg;
-        o.speculative_max = speculative_max;
-        q.forward(o);
+        q.forward(fp8_options);
       } else {
         fa3::OnDevice dev(p);
-        fa3::ForwardOptions o{step_named(profile)};
-        o.speculative_max = speculative_max;
-        dev.forward(o);
+        dev.forward(bf16_options);
       }
       CUDA_CHECK(cudaDeviceSynchronize());
       return 0;

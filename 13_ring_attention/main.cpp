@@ -265,7 +265,10 @@ int body(ladder::Args& args) {
   // every machine), checked, and said to have done nothing.
   args.gpu_only({"--P", "--B", "--H", "--N", "--d", "--H-kv", "--N-kv", "--mask", "--transport", "--weak", "--million",
                  "--limit", "--limit-N", "--limit-csv", "--json", "--csv", "--timeline"});
-  const ladder::CommonFlags flags = ladder::common_flags(args);
+  const ladder::CommonFlags flags =
+      ladder::common_flags(args,
+                           "chapter 13 writes no arrays (its checks run inside the executable); "
+                           "--csv, --timeline and --json write its results");
   const int P = static_cast<int>(args.integer("--P", 2, 1, 64));
   const std::string want = args.choice("--transport", {"auto", "loopback", "nccl"}, "auto");
   ladder::AttentionShape s = ladder::attention_shape_flags(args, {1, 8, 0, 128, false});  // N = 0: the default
@@ -280,10 +283,11 @@ int body(ladder::Args& args) {
   args.done();
 
   // Everything that can be refused is refused now, before any work, on every machine.
-  if (!flags.dump_dir.empty())
-    throw std::invalid_argument(
-        "--dump: chapter 13 writes no arrays (its checks run inside the executable); "
-        "--csv, --timeline and --json write its results");
+  args.needs("--limit-N", limit, "--limit (the sizes of the limit study)");
+  args.needs("--limit-csv", limit, "--limit (the limit study's table)");
+  args.exclusive("--limit", "chapter 10 alone on one GPU, causal, at the --limit-N sizes",
+                 {"--P", "--transport", "--N", "--N-kv", "--mask", "--repeats", "--weak", "--million", "--json",
+                  "--csv", "--timeline"});
   const int gpus = ring::visible_gpus();
   const bool use_nccl = want == "nccl" || (want == "auto" && ring::nccl_built() && gpus >= P && P >= 2);
   if (s.N == 0) s.N = P * (use_nccl ? 65536 : 16384);

@@ -51,7 +51,7 @@ bool dq_layout_ok() {
 
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
-    const auto flags = ladder::common_flags(args);
+    const auto flags = ladder::common_flags(args, "chapter 14 writes no arrays (its checks run inside the executable)");
     const ladder::GqaAttentionFlags attention = ladder::gqa_attention_flags(args);
     ladder::AttentionShape s = attention.shape;
     const int check_N = attention.check_N;
@@ -61,7 +61,11 @@ int main(int argc, char** argv) {
     auto options = [&](fa3bwd::Step step) {  // the deterministic step launches head by head
       return fa3bwd::BackwardOptions{step, step == fa3bwd::Step::Deterministic ? 0 : heads_per_section};
     };
+    args.gpu_only({"--heads-per-section"});
     args.done();
+    args.exclusive("--profile", "one forward and one backward on the shape, then exit", {"--check-N", "--repeats"});
+    args.needs("--heads-per-section", profile != "deterministic",
+               "the fast steps (the deterministic step launches head by head)", "--profile deterministic");
     s = ladder::validate(s, fa3bwd::kSupportedD, ladder::KvHeads::Any);
     // What the run would refuse on the main shape, refused now, on every machine.
     ladder::check_device_memory("the main shape " + s.str(), 2.0 * (5 * s.elems() + 4 * s.kv_elems()) + 4.0 * s.rows() +

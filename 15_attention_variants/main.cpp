@@ -6,7 +6,12 @@
 // mask as code, the block-sparse sweep, and packed documents beside equal-length sequences.
 #include <cuda_runtime_api.h>
 
+#include <cctype>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -28,8 +33,9 @@ namespace {
 const std::string kUsage =
     "  --check-N N     sequence length of the checks against the fp64 reference (default 1000)\n"
     "  --repeats R     timed repeats (default 10, at most 10000)\n"
-    "  --flex FILE     FlexAttention's figures (scripts/anchors/torch_anchors.py --group flex --text FILE):\n"
-    "                  lines `case pass TFLOP/s`; the summary line then reads as ratios to them\n";
+    "  --flex FILE     FlexAttention's figures, as scripts/anchors/torch_anchors.py OUT --only flex\n"
+    "                  --flex-text FILE writes them: lines `case fwd|bwd TFLOP/s` (case: window, documents\n"
+    "                  or softcap); the summary line then reads as ratios to them\n";
 
 using variants::Kind;
 using variants::Variant;
@@ -69,24 +75,55 @@ std::string fixed2(double x) {
   return b;
 }
 
+// --flex FILE: what scripts/anchors/torch_anchors.py writes with --flex-text FILE, one line
+// `<case> fwd|bwd <TFLOP/s>` per pass measured of the headline cases. Anything else (a directory,
+// another file, an empty one) is refused, naming the line: it must not pass for no figures.
 std::map<std::string, double> read_flex(const std::string& path) {
   std::map<std::string, double> out;
   if (path.empty()) return out;
+  const std::string flag = "--flex " + path + ": ",
+                    writer = "scripts/anchors/torch_anchors.py OUT --only flex --flex-text FILE writes that file";
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw std::invalid_argument(flag + "that is a directory, not a file of FlexAttention's figures (" + writer + ")");
   std::ifstream in(path);
-  if (!in) throw std::invalid_argument("--flex " + path + ": cannot read it");
-  std::string name, pass;
-  double tflops;
-  while (in >> name >> pass >> tflops) out[name + " " + pass] = tflops;
+  if (!in) throw std::invalid_argument(flag + "cannot read it (" + std::strerror(errno) + ")");
+  std::string names;
+  for (const auto& c : variants::cases::headline()) names += (names.empty() ? "" : ", ") + std::string(c.name);
+  int number = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::istringstream words(line);
+    std::string name, pass, extra;
+    double tflops = 0;
+    const bool ok = (words >> name >> pass >> tflops) && !(words >> extra) && (pass == "fwd" || pass == "bwd") &&
+                    std::isfinite(tflops) && tflops > 0 &&
+                    (", " + names + ", ").find(", " + name + ", ") != std::string::npos;
+    std::string shown = line.substr(0, 60);
+    for (char& ch : shown)
+      if (!std::isprint(static_cast<unsigned char>(ch))) ch = '?';
+    if (!ok)
+      throw std::invalid_argument(flag + "line " + std::to_string(number) + " reads '" + shown +
+                                  "', not `<case> fwd|bwd <TFLOP/s>` with a case among " + names + " (" + writer + ")");
+    if (!out.emplace(name + " " + pass, tflops).second)
+      throw std::invalid_argument(flag + "line " + std::to_string(number) + ": '" + name + " " + pass +
+                                  "' is given twice");
+  }
+  if (out.empty())
+    throw std::invalid_argument(flag + "no figures in it (" + writer +
+                                ", and leaves it empty when flex_attention's measurements failed: see its output)");
   return out;
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   return ladder::run_main(argc, argv, kUsage, [](ladder::Args& args) {
-    const auto flags = ladder::common_flags(args);
+    const auto flags = ladder::common_flags(args, "chapter 15 writes no arrays (its checks run inside the executable)");
     const int check_N = static_cast<int>(args.integer("--check-N", 1000, 1, 8192));
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
-    const std::map<std::string, double> flex = read_flex(args.text("--flex"));
+    const std::map<std::string, double> flex = read_flex(args.text("--flex", "", "a file name"));
+    args.gpu_only({"--flex"});
     args.done();
 
     ladder::Report report("15_attention_variants", flags.summary);

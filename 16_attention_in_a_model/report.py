@@ -18,9 +18,9 @@ stdout                                   the summary line, PASS or FAIL first: P
                                          trained to a finite loss and the ladder's final validation
                                          loss is within the spread of two SDPA seeds
 """
+import argparse
 import json
 import pathlib
-import sys
 
 
 def load(path):
@@ -54,10 +54,24 @@ def markdown(docs, gen):
 
 
 def main():
-    model, bench = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("model_dir", metavar="MODEL_DIR", type=pathlib.Path,
+                    help="run_model.sh's OUTDIR/model: train_T8192.json, train_T8192_seed2.json, train_T2048.json, "
+                         "generate.json (those there); report.md is written here")
+    ap.add_argument("bench_dir", metavar="BENCH_DIR", type=pathlib.Path,
+                    help="where 16_attention_in_a_model.json and 16_attention_in_a_model.summary.json go "
+                         "(an existing directory)")
+    args = ap.parse_args()
+    model, bench = args.model_dir, args.bench_dir
+    for name, d in (("MODEL_DIR", model), ("BENCH_DIR", bench)):
+        if not d.is_dir():
+            ap.error(f"{name} {d} is not a directory")
     long_, seed2 = load(model / "train_T8192.json"), load(model / "train_T8192_seed2.json")
     short, gen = load(model / "train_T2048.json"), load(model / "generate.json")
-    first = next(d for d in (long_, short, gen) if d)
+    first = next((d for d in (long_, short, gen) if d), None)
+    if first is None:
+        ap.error(f"MODEL_DIR {model} holds none of train_T8192.json, train_T2048.json, generate.json "
+                 "(16_attention_in_a_model/run_model.sh writes them)")
     rows = []
     for doc in (long_, short):
         if not doc:

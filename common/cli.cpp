@@ -1,12 +1,16 @@
 #include "cli.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
+
+#include <unistd.h>
 
 #include "cuda_check.h"
 #include "device.h"
@@ -14,6 +18,14 @@
 namespace ladder {
 
 namespace {
+std::string range(long long min, long long max) {
+  return "between " + std::to_string(min) + " and " + std::to_string(max);
+}
+
+std::invalid_argument missing_value(const std::string& name, const std::string& what) {
+  return std::invalid_argument(name + " is missing its value" + (what.empty() ? "" : ": " + what));
+}
+
 long long parse_integer(const std::string& name, const std::string& s, long long min, long long max) {
   std::size_t used = 0;
   long long v = 0;
@@ -28,9 +40,32 @@ long long parse_integer(const std::string& name, const std::string& s, long long
   }
   if (s.empty() || used != s.size()) throw std::invalid_argument(name + " expects a whole number, got '" + s + "'");
   if (out_of_range || v < min || v > max)
-    throw std::invalid_argument(name + " must be between " + std::to_string(min) + " and " + std::to_string(max) +
-                                ", got " + s);
+    throw std::invalid_argument(name + " must be " + range(min, max) + ", got " + s);
   return v;
+}
+
+// --dump DIR, checked without creating anything: an existing DIR must be a directory that takes a
+// file; a new one must have a directory it can be made in as its nearest existing parent.
+void check_dump_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string flag = "--dump " + dir + ": ";
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) throw std::invalid_argument(flag + "that is a file, not a directory");
+    const std::string probe = dir + "/.ladder_write_test";
+    if (!std::ofstream(probe)) throw std::invalid_argument(flag + "cannot write in that directory");
+    fs::remove(probe, ec);
+    return;
+  }
+  fs::path parent = fs::absolute(dir, ec).lexically_normal();
+  if (!parent.has_filename()) parent = parent.parent_path();  // "out/" names out
+  do parent = parent.parent_path();
+  while (!fs::exists(parent, ec) && parent != parent.root_path() && !parent.empty());
+  if (!fs::is_directory(parent, ec))
+    throw std::invalid_argument(flag + "cannot make that directory: " + parent.string() + " is not a directory");
+  if (access(parent.c_str(), W_OK | X_OK) != 0)
+    throw std::invalid_argument(flag + "cannot make that directory in " + parent.string() + " (" +
+                                std::generic_category().message(errno) + ")");
 }
 
 struct NullBuffer : std::streambuf {
@@ -51,6 +86,8 @@ Args::Args(int argc, char** argv)
     } else if (i + 1 < argc && std::string(argv[i + 1]).rfind("--", 0) != 0) {
       value = argv[++i];
     }
+    // Given twice, one of the two would be ignored without a word.
+    if (values_.count(a)) throw std::invalid_argument(a + " is given twice: give it once");
     values_[a] = value;
   }
 }
@@ -59,6 +96,7 @@ long long Args::integer(const std::string& name, long long fallback, long long m
   used_[name] = true;
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
+  if (it->second.empty()) throw missing_value(name, "a whole number " + range(min, max));
   return parse_integer(name, it->second, min, max);
 }
 
@@ -67,6 +105,7 @@ std::vector<long long> Args::integers(const std::string& name, const std::vector
   used_[name] = true;
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
+  if (it->second.empty()) throw missing_value(name, "a comma-separated list of whole numbers " + range(min, max));
   std::vector<long long> out;
   std::stringstream ss(it->second);
   for (std::string item; std::getline(ss, item, ',');) out.push_back(parse_integer(name, item, min, max));
@@ -74,23 +113,22 @@ std::vector<long long> Args::integers(const std::string& name, const std::vector
   return out;
 }
 
-std::string Args::text(const std::string& name, const std::string& fallback) {
+std::string Args::text(const std::string& name, const std::string& fallback, const std::string& what) {
   used_[name] = true;
   const auto it = values_.find(name);
   if (it == values_.end()) return fallback;
-  if (it->second.empty()) throw std::invalid_argument(name + " expects a value");
+  if (it->second.empty()) throw missing_value(name, what);
   return it->second;
 }
 
 std::string Args::choice(const std::string& name, const std::vector<std::string>& allowed,
                          const std::string& fallback) {
-  const std::string v = text(name, fallback);
   std::string list;
-  for (const std::string& a : allowed) {
+  for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  const std::string v = text(name, fallback, "one of " + list);
+  for (const std::string& a : allowed)
     if (a == v) return v;
-    list += (list.empty() ? "" : ", ") + a;
-  }
-  if (v == fallback) return v;  // the fallback may be "" (not given)
+  if (v == fallback && !given(name)) return v;  // the fallback may be "" (not given)
   throw std::invalid_argument(name + " expects one of " + list + ", got '" + v + "'");
 }
 
@@ -100,6 +138,26 @@ bool Args::flag(const std::string& name) {
   if (it == values_.end()) return false;
   if (!it->second.empty()) throw std::invalid_argument(name + " takes no value, got '" + it->second + "'");
   return true;
+}
+
+bool Args::given(const std::string& name) const { return values_.count(name) != 0; }
+
+std::string Args::raw(const std::string& name) const {
+  const auto it = values_.find(name);
+  return it == values_.end() ? "" : it->second;
+}
+
+void Args::needs(const std::string& name, bool have, const std::string& needed, const std::string& got) const {
+  if (given(name) && !have)
+    throw std::invalid_argument(name + " only works with " + needed +
+                                (got.empty() ? ": add it, or leave " + name + " out" : ", not with " + got));
+}
+
+void Args::exclusive(const std::string& mode, const std::string& does, const std::vector<std::string>& others) const {
+  if (!given(mode)) return;
+  for (const std::string& o : others)
+    if (given(o))
+      throw std::invalid_argument(o + " does nothing with " + mode + " (" + does + "): leave one of them out");
 }
 
 void Args::done() const {
@@ -119,19 +177,14 @@ std::string Args::gpu_only_given() const {
   return given;
 }
 
-CommonFlags common_flags(Args& args) {
+CommonFlags common_flags(Args& args, const std::string& no_dump) {
   CommonFlags f;
   f.summary = args.flag("--summary");
-  f.dump_dir = args.text("--dump");
-  if (!f.dump_dir.empty()) {  // now, on every machine: not after minutes of work, not only with a GPU
-    std::error_code ec;
-    std::filesystem::create_directories(f.dump_dir, ec);
-    const std::string probe = f.dump_dir + "/.ladder_write_test";
-    if (ec || !std::ofstream(probe))
-      throw std::invalid_argument("--dump " + f.dump_dir + ": cannot create or write that directory" +
-                                  (ec ? " (" + ec.message() + ")" : ""));
-    std::filesystem::remove(probe, ec);
-  }
+  f.dump_dir = args.text("--dump", "", "a directory");
+  if (!f.dump_dir.empty() && !no_dump.empty()) throw std::invalid_argument("--dump: " + no_dump);
+  // Now, on every machine: not after minutes of work, not only with a GPU; but made only when
+  // something is written to it (a run without a GPU writes nothing and leaves no directory).
+  if (!f.dump_dir.empty()) check_dump_dir(f.dump_dir);
   return f;
 }
 
@@ -187,8 +240,15 @@ int run_main(int argc, char** argv, const std::string& usage, const std::functio
       return 0;
     }
     const int rc = body(args);
-    if (const std::string given = args.gpu_only_given(); !given.empty() && !device().available)
-      std::cerr << prog << ": no GPU here, so " << given << " did nothing (" << device().reason << ")\n";
+    if (const std::string given = args.gpu_only_given(); !given.empty() && !device().available) {
+      std::cerr << prog << ": no GPU here, so " << given << " did nothing (" << device().reason << ")";
+      if (const std::string dir = args.raw("--dump"); !dir.empty()) {
+        std::error_code ec;
+        std::cerr << "; nothing was written to " << dir
+                  << (std::filesystem::exists(dir, ec) ? "" : ", and that directory was not created");
+      }
+      std::cerr << "\n";
+    }
     return rc;
   } catch (const std::invalid_argument& e) {
     std::cerr << prog << ": error: " << e.what() << "\nusage: " << prog << " [options]\n" << usage << kCommonUsage;

@@ -25,10 +25,24 @@ class Args {
   std::vector<long long> integers(const std::string& name, const std::vector<long long>& fallback, long long min = 1,
                                   long long max = kIntMax);
   static constexpr long long kIntMax = 2147483647;  // what an int holds
-  std::string text(const std::string& name, const std::string& fallback = "");
+  // --name X. A name given without its value is refused, saying what it is missing (`what`:
+  // "a file name", ...), here as in integer() and choice().
+  std::string text(const std::string& name, const std::string& fallback = "", const std::string& what = "");
   // --name X where X must be one of `allowed` (checked now, on every machine).
   std::string choice(const std::string& name, const std::vector<std::string>& allowed, const std::string& fallback);
   bool flag(const std::string& name);
+  // Whether --name is on the command line (read or not).
+  bool given(const std::string& name) const;
+  // What was given for --name, unparsed ("" when it was not given).
+  std::string raw(const std::string& name) const;
+  // A flag that means something only beside another: when `name` was given and `have` is false,
+  // throws "<name> only works with <needed>: add it, or leave <name> out" (with `got`, what was
+  // given instead: "<name> only works with <needed>, not with <got>").
+  void needs(const std::string& name, bool have, const std::string& needed, const std::string& got = "") const;
+  // A flag that makes the run do one thing and exit (--profile, --print-model, --trace): throws
+  // "<other> does nothing with <mode> (<does>): leave one of them out" for the first of `others`
+  // given beside it, so that none of them is silently ignored.
+  void exclusive(const std::string& mode, const std::string& does, const std::vector<std::string>& others) const;
   // Throws if an argument was given that no one asked for.
   void done() const;
   // Flags that only steer the GPU run. Without a GPU, run_main says in one line which of them
@@ -47,9 +61,13 @@ class Args {
 // The flags every chapter executable takes.
 struct CommonFlags {
   bool summary = false;  // --summary: print only the one-line summary (the `ladder` target uses it)
-  std::string dump_dir;  // --dump DIR: write inputs and outputs as .npy (created and checked up front)
+  // --dump DIR: write inputs and outputs as .npy. Checked up front on every machine (an existing
+  // directory must take a file; a new one, its nearest existing parent must be a directory it can
+  // be made in), but created only when the first array is written (ladder::Dumper, on a GPU).
+  std::string dump_dir;
 };
-CommonFlags common_flags(Args& args);
+// no_dump: for an executable that writes no arrays, why (--dump is then refused with it).
+CommonFlags common_flags(Args& args, const std::string& no_dump = "");
 // --B --H --N --d and --mask dense|causal for the attention chapters (with_mask: false
 // when the chapter reads --mask itself).
 AttentionShape attention_shape_flags(Args& args, AttentionShape fallback, bool with_mask = true);

@@ -6,11 +6,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include "attention_shape.h"
 #include "bf16.h"
 #include "cli.h"
+#include "device.h"
 #include "dispatch.h"
 #include "gtest_helpers.h"
 #include "npy.h"
@@ -310,6 +314,99 @@ TEST(CpuCli, GpuOnlyFlagsWithoutAGpuSayTheyDidNothing) {
     EXPECT_EQ(std::count(given.begin(), given.end(), '\n'), 1) << given;
   }
   EXPECT_EQ(gpu_only_note({"prog", "--n", "3"}), "");  // none given: nothing to say
+}
+
+// run_main's exit code and what it wrote to stderr, for a body that reads the flags it names.
+struct Ran {
+  int rc;
+  std::string err;
+};
+Ran run_body(std::vector<std::string> argv_strings, const std::function<int(ladder::Args&)>& body) {
+  std::vector<char*> argv;
+  for (auto& s : argv_strings) argv.push_back(s.data());
+  testing::internal::CaptureStderr();
+  testing::internal::CaptureStdout();
+  const int rc = ladder::run_main(int(argv.size()), argv.data(), "", body);
+  const std::string err = testing::internal::GetCapturedStderr();
+  testing::internal::GetCapturedStdout();
+  return {rc, err};
+}
+
+void expect_refused(const Ran& r, const std::string& message) {
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+}
+
+TEST(CpuCli, AValueLeftOutIsSaidToBeMissing) {
+  auto reads = [](ladder::Args& a) {
+    a.integer("--n", 10);
+    a.integers("--list", {1});
+    a.choice("--mode", {"a", "b"}, "a");
+    a.text("--file", "", "a file name");
+    a.done();
+    return 0;
+  };
+  expect_refused(run_body({"prog", "--n"}, reads), "--n is missing its value: a whole number between 1 and 2147483647");
+  expect_refused(run_body({"prog", "--n", "--list", "3"}, reads), "--n is missing its value");
+  expect_refused(run_body({"prog", "--list"}, reads), "--list is missing its value: a comma-separated list");
+  expect_refused(run_body({"prog", "--mode"}, reads), "--mode is missing its value: one of a, b");
+  expect_refused(run_body({"prog", "--file="}, reads), "--file is missing its value: a file name");
+  expect_refused(run_body({"prog", "--n", "3", "--n", "4"}, reads), "--n is given twice");
+  EXPECT_EQ(run_body({"prog", "--n", "3", "--mode", "b", "--file", "x"}, reads).rc, 0);
+}
+
+TEST(CpuCli, AFlagThatMeansNothingWithoutAnotherIsRefused) {
+  auto reads = [](ladder::Args& a) {
+    const std::string profile = a.choice("--profile", {"fp8", "bf16"}, "");
+    a.integer("--keys", 128);
+    a.integer("--repeats", 10);
+    a.done();
+    a.needs("--keys", profile == "fp8", "--profile fp8", profile.empty() ? "" : "--profile " + profile);
+    a.exclusive("--profile", "one launch", {"--repeats"});
+    return 0;
+  };
+  expect_refused(run_body({"prog", "--keys", "192"}, reads),
+                 "--keys only works with --profile fp8: add it, or leave --keys out");
+  expect_refused(run_body({"prog", "--profile", "bf16", "--keys", "192"}, reads),
+                 "--keys only works with --profile fp8, not with --profile bf16");
+  expect_refused(run_body({"prog", "--profile", "fp8", "--repeats", "3"}, reads),
+                 "--repeats does nothing with --profile (one launch): leave one of them out");
+  EXPECT_EQ(run_body({"prog", "--profile", "fp8", "--keys", "192"}, reads).rc, 0);
+  EXPECT_EQ(run_body({"prog", "--repeats", "3"}, reads).rc, 0);
+}
+
+TEST(CpuCli, DumpIsCheckedUpFrontButMadeOnlyWhenWritten) {
+  const auto base = std::filesystem::temp_directory_path() / "ladder_dump_check";
+  std::filesystem::remove_all(base);
+  const std::string dir = (base / "new" / "dir").string();
+  std::string dumped;
+  auto reads = [&](ladder::Args& a) {
+    dumped = ladder::common_flags(a).dump_dir;
+    a.done();
+    return 0;
+  };
+  // A directory that does not exist yet: accepted, and not made (nothing was written to it).
+  const Ran ran = run_body({"prog", "--dump", dir}, reads);
+  EXPECT_EQ(ran.rc, 0) << ran.err;
+  EXPECT_EQ(dumped, dir);
+  EXPECT_FALSE(std::filesystem::exists(base));
+  if (!ladder::device().available) {
+    EXPECT_NE(ran.err.find("that directory was not created"), std::string::npos) << ran.err;
+  }
+  // A file where the directory should be, or above it.
+  std::filesystem::create_directories(base);
+  std::ofstream((base / "file").string()) << "x";
+  expect_refused(run_body({"prog", "--dump", (base / "file").string()}, reads), "that is a file, not a directory");
+  expect_refused(run_body({"prog", "--dump", (base / "file" / "sub").string()}, reads), "is not a directory");
+  // An executable that writes no arrays refuses --dump before checking it.
+  expect_refused(run_body({"prog", "--dump", dir},
+                          [](ladder::Args& a) {
+                            ladder::common_flags(a, "this one writes no arrays");
+                            a.done();
+                            return 0;
+                          }),
+                 "--dump: this one writes no arrays");
+  std::filesystem::remove_all(base);
 }
 
 TEST(CpuNpy, HeaderIsAlignedAndDataFollows) {

@@ -20,12 +20,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 def build_dir():
     """The build folder: the first argument, else build/. Every figure script takes [BUILD_DIR]
-    and --help (its docstring)."""
+    and --help (its docstring); anything else on its command line is refused."""
     ap = argparse.ArgumentParser(description=sys.modules["__main__"].__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("build_dir", nargs="?", type=pathlib.Path, default=ROOT / "build",
                     help="the build folder (default: build/)")
-    return ap.parse_known_args()[0].build_dir
+    build = ap.parse_args().build_dir
+    if not build.is_dir():
+        ap.error(f"BUILD_DIR {build} is not a directory: configure and build first (cmake --preset default)")
+    return build
 
 
 def model_csv(exe, *args):
