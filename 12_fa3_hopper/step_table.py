@@ -2,6 +2,7 @@
 """Chapter 12's result tables, from one GPU run.
 
   step_table.py BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...] [--readme README.md] [--publish]
+                [--targets results/targets.json]
 
 BENCH_JSON: Google Benchmark JSON of 12_fa3_hopper_bench (bench.json, bench_persistent.json).
 With --benchmark_repetitions the value of a row is the MEDIAN of its repetitions (one run can be
@@ -11,7 +12,11 @@ With --benchmark_repetitions the value of a row is the MEDIAN of its repetitions
 --print-details all` text of one launch of `12_fa3_hopper --profile <variant>` (sections
 SpeedOfLight, ComputeWorkloadAnalysis, WarpStateStats); the variant is the file name's.
 
-Prints four Markdown blocks; with --readme, writes each between its markers
+The goals come from results/targets.json (scripts/targets.py: met, missed, or within noise when met by
+less than the spread between a row's repetitions). A block's provenance line names the run of the file its
+rows come from (the d = 256 rows may be another run's BENCH_JSON).
+
+Prints five Markdown blocks; with --readme, writes each between its markers
 <!-- results:12_fa3_hopper:NAME --> and <!-- /results:12_fa3_hopper:NAME --> (NAME: steps,
 anchors, fp8steps, fp8, fp8d256; --blocks picks some) and leaves the rest of the file alone. A file of the repository is overwritten
 only with --publish (else: build/local/, scripts/publish.py).
@@ -25,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import publish  # noqa: E402
+import targets as goals  # noqa: E402
 
 STEPS = [  # (bench variant, what the step adds)
     ("anchor:fa2_tc/fwd", "chapter 10: `mma.sync`, `cp.async`, 8 equal warps (reference)"),
@@ -48,8 +54,12 @@ N16K = "d=128/N=16384/B=1/H=16"
 GQA = "d=128/N=4096/B=4/H=32/H_kv=8"
 D256 = {"d=256/N=4096/B=4/H=8": "B4 H8 N4096 d256", "d=256/N=16384/B=1/H=8": "B1 H8 N16384 d256"}
 SHAPE = {D128: "B4 H16 N4096 d128", N16K: "B1 H16 N16384 d128"}
-TARGET_CUDNN, MOONSHOT_CUDNN = 0.9, 1.0
-TARGET_FP8, TARGET_FP8_CAUSAL, MOONSHOT_FP8, TARGET_FP8_TFLOPS = 1.4, 1.35, 1.5, 900.0
+CHAPTER = "12_fa3_hopper"
+# results/targets.json's keys of this chapter's anchors block, per (shape, causal)
+CUDNN_KEY = {(D128, 0): "fwd_vs_sdpa_cudnn", (D128, 1): "causal_fwd_vs_sdpa_cudnn",
+             (N16K, 0): "n16384_fwd_vs_sdpa_cudnn", (N16K, 1): "n16384_causal_fwd_vs_sdpa_cudnn"}
+FP8_KEY = {(D128, 0): "fp8_vs_bf16", (D128, 1): "causal_fp8_vs_bf16",
+           (N16K, 0): "n16384_fp8_vs_bf16", (N16K, 1): "n16384_causal_fp8_vs_bf16"}
 FP8_STEPS = [  # (bench variant, the idea it measures), each on its own beside the 128-key kernel
     ("tune:fp8_keys128", "`B_c` = 128 keys, every exponential on the MUFU (the FP8 kernel of `intrawg`; this row "
      "and every row below but the `_eager` ones with FA4's max rule)"),
@@ -102,8 +112,9 @@ def read_json(path):
 
 
 def load_bench(paths):
-    """{(variant, keys): median TFLOP/s}, keys like 'd=128/N=4096/B=4/H=16/causal=0'; and the context."""
-    samples, medians, context = {}, {}, {}
+    """{(variant, keys): median TFLOP/s}, keys like 'd=128/N=4096/B=4/H=16/causal=0'; each row's
+    (min, max) over its repetitions; the first file's context; and the context of the file each row came from."""
+    samples, medians, context, row_context = {}, {}, {}, {}
     for path in paths:
         data = read_json(path)
         context = context or data.get("context", {})
@@ -114,6 +125,7 @@ def load_bench(paths):
             name = re.sub(r"_(mean|median|stddev|cv)$", "", name)
             variant, _, keys = name.partition("/d=")
             key = (variant, "d=" + keys)
+            row_context.setdefault(key, data.get("context", {}))
             if b.get("run_type") == "aggregate":
                 if b.get("aggregate_name") == "median":
                     medians[key] = b["TFLOP/s"]
@@ -122,7 +134,7 @@ def load_bench(paths):
     rows = {k: statistics.median(v) for k, v in samples.items()}
     rows.update({k: v for k, v in medians.items() if k not in rows})
     spread = {k: (min(v), max(v)) for k, v in samples.items() if len(v) > 1}
-    return rows, spread, context
+    return rows, spread, context, row_context, samples
 
 
 def load_anchors(path):
@@ -209,36 +221,62 @@ def steps_block(rows, spread, ncu):
     return "\n".join(out)
 
 
-def anchors_block(rows, anchors, context):
+def judged(targets, key, value, spread, level="target"):
+    """The target's reading of value (scripts/targets.py), or None when targets.json has no such target."""
+    t = goals.find(targets, CHAPTER, key, level)
+    return None if t is None or value is None else goals.judge(value, t["goal"], t["direction"], spread)
+
+
+def goal(targets, key, level="target"):
+    return goals.find(targets, CHAPTER, key, level)["goal"]
+
+
+def anchors_block(rows, anchors, context, samples, targets):
     best = "fwd"
-    out = ["| shape | causal | this chapter (`fwd`) | SDPA cuDNN | SDPA flash | ratio to cuDNN | target ≥ 0.9× |",
+    rng = lambda k: goals.relative_range(samples.get(k, []))  # noqa: E731
+    out = ["| shape | causal | this chapter (`fwd`) | SDPA cuDNN | SDPA flash | ratio to cuDNN | "
+           f"target ≥ {goals.goal_text(goal(targets, CUDNN_KEY[(D128, 0)]))}× |",
            "|---|---|---:|---:|---:|---:|---|"]
     for keys, shape in ((D128, SHAPE[D128]), (N16K, SHAPE[N16K])):
         for c in (0, 1):
             ours = rows.get((best, f"{keys}/causal={c}"))
             cud, fla = anchors.get(("cudnn", shape, bool(c))), anchors.get(("flash", shape, bool(c)))
             r = ratio(ours, cud)
-            met = "—" if r is None else ("met" if r >= TARGET_CUDNN else "**missed**") + \
-                (" (moonshot ≥ 1.0× met)" if r is not None and r >= MOONSHOT_CUDNN else "")
+            spread = goals.spread_of(rng((best, f"{keys}/causal={c}")))  # PyTorch's anchor: one call
+            key = CUDNN_KEY[(keys, c)]
+            met = judged(targets, key, r, spread)
+            moon = judged(targets, key, r, spread, "moonshot")
+            cell = "—" if met is None else ("met" if met[0] == "met" else
+                                           "**missed**" if met[0] == "missed" else met[1])
+            if moon and moon[0] != "missed":
+                cell += (f" (moonshot ≥ {goals.goal_text(goal(targets, key, 'moonshot'))}× " +
+                         ("met)" if moon[0] == "met" else "within noise)"))
             out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(ours)} | {fmt(cud)} | {fmt(fla)} | "
-                       f"{fmt(r, 2)}× | {met} |")
+                       f"{fmt(r, 2)}× | {cell} |")
     ours = rows.get((best, f"{GQA}/causal=1"))
     cud, fla = anchors.get(("cudnn", "gqa", True)), anchors.get(("flash", "gqa", True))
     out.append(f"| B4 H32 H_kv8 N4096 d128 (GQA) | yes | {fmt(ours)} | {fmt(cud)} | {fmt(fla)} | "
                f"{fmt(ratio(ours, cud), 2)}× | (not a target) |")
+    dense, causal = goal(targets, FP8_KEY[(D128, 0)]), goal(targets, FP8_KEY[(D128, 1)])
     out += ["", "| FP8 (e4m3) vs this chapter's bf16 | causal | fp8 | bf16 (`fwd`) | ratio | "
-            f"target ≥ {TARGET_FP8}× dense, ≥ {TARGET_FP8_CAUSAL}× causal |", "|---|---|---:|---:|---:|---|"]
+            f"target ≥ {goals.goal_text(dense)}× dense, ≥ {goals.goal_text(causal)}× causal |",
+            "|---|---|---:|---:|---:|---|"]
     for keys, shape in ((D128, SHAPE[D128]), (N16K, SHAPE[N16K])):
         for c in (0, 1):
-            f8, bf = rows.get(("fp8", f"{keys}/causal={c}")), rows.get((best, f"{keys}/causal={c}"))
+            k8, kb = ("fp8", f"{keys}/causal={c}"), (best, f"{keys}/causal={c}")
+            f8, bf = rows.get(k8), rows.get(kb)
             r = ratio(f8, bf)
-            target = TARGET_FP8_CAUSAL if c else TARGET_FP8
-            met = "—" if r is None else ("met" if r >= target else f"**missed** by {target - r:.2f}")
-            out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(f8)} | {fmt(bf)} | {fmt(r, 2)}× | {met} |")
+            met = judged(targets, FP8_KEY[(keys, c)], r, goals.spread_of(rng(k8), rng(kb)))
+            cell = "—" if met is None else ("met" if met[0] == "met" else
+                                           f"**missed** by {goals.number(goal(targets, FP8_KEY[(keys, c)]) - r)}"
+                                           if met[0] == "missed" else met[1])
+            out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(f8)} | {fmt(bf)} | {fmt(r, 2)}× | {cell} |")
     g8, g16 = anchors.get(("cuBLAS fp8 e4m3", "8192^3", None)), anchors.get(("cuBLAS bf16", "8192^3", None))
     if g8 and g16:
         out.append(f"\nFor scale: cuBLAS's 8192³ GEMM in the same anchor run, fp8 {g8:.0f} vs bf16 {g16:.0f} "
                    f"TFLOP/s = {g8 / g16:.2f}× — the most FP8 buys where nothing but the tensor cores works.")
+    out.append("\nA target is met *within noise* when it is met by less than the spread between the repetitions "
+               "of the rows it divides (results/targets.json, scripts/targets.py).")
     out.append("\n" + provenance(context))
     return "\n".join(out)
 
@@ -249,7 +287,7 @@ def provenance(context):
             f"in the same GPU session.")
 
 
-def fp8_steps_block(rows):
+def fp8_steps_block(rows, targets):
     cols = [(D128, 0), (D128, 1), (N16K, 0), (N16K, 1), (GQA, 1)]
     out = ["| FP8 step | the idea | d128 dense | d128 causal | N16k dense | N16k causal | GQA causal | "
            "vs `tune:fp8_keys128` (d128 dense / causal) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -262,17 +300,18 @@ def fp8_steps_block(rows):
         out.append(f"| `{variant}` | {what} | " + " | ".join(fmt(v) for v in vals) + f" | {gain} |")
     f8, bf = rows.get(("fp8", f"{D128}/causal=0")), rows.get(("fwd", f"{D128}/causal=0"))
     out += ["", "TFLOP/s (FA convention, halved when causal), median of the benchmark's repetitions. Targets at "
-            f"B4 H16 N4096 d128: FP8 ≥ {TARGET_FP8_TFLOPS:.0f} TFLOP/s and ≥ {TARGET_FP8}× the bf16 `fwd` dense "
-            f"(≥ {TARGET_FP8_CAUSAL}× causal); here `fp8` dense reads {fmt(f8)} TFLOP/s, {fmt(ratio(f8, bf), 2)}× "
-            f"`fwd`'s {fmt(bf)}."]
+            f"B4 H16 N4096 d128: FP8 ≥ {goals.goal_text(goal(targets, 'fp8_tflops'))} TFLOP/s and ≥ "
+            f"{goals.goal_text(goal(targets, FP8_KEY[(D128, 0)]))}× the bf16 `fwd` dense "
+            f"(≥ {goals.goal_text(goal(targets, FP8_KEY[(D128, 1)]))}× "
+            f"causal); here `fp8` dense reads {fmt(f8)} TFLOP/s, {fmt(ratio(f8, bf), 2)}× `fwd`'s {fmt(bf)}."]
     return "\n".join(out)
 
 
-def fp8_block(rows, ncu):
+def fp8_block(rows, ncu, targets):
     f8, bf = rows.get(("fp8", f"{D128}/causal=0")), rows.get(("fwd", f"{D128}/causal=0"))
     a, b = ncu.get("intrawg"), ncu.get("fp8")
     out = [f"At B4 H16 N4096 d128 (dense) FP8 runs at {fmt(f8)} TFLOP/s, {fmt(ratio(f8, bf), 2)}× the bf16 "
-           f"kernel's {fmt(bf)} (target {TARGET_FP8}×)."]
+           f"kernel's {fmt(bf)} (target {goals.goal_text(goal(targets, FP8_KEY[(D128, 0)]))}×)."]
     if a and b:
         out += ["", "| ncu, one launch, boost clock | bf16 (`intrawg`) | fp8 (`B_c` = 128) |", "|---|---:|---:|"]
         for label, k, nd in (("duration (µs)", "duration_ms", 0), ("tensor pipe active (%)", "tensor", 1),
@@ -293,7 +332,8 @@ def fp8_block(rows, ncu):
     return "\n".join(out)
 
 
-def fp8_d256_block(rows, context):
+def fp8_d256_block(rows, row_context):
+    context = {}
     out = ["| shape | causal | `fp8` (persistent) | `tune:fp8_keys128` (intra-warpgroup) | cuDNN FP8 | cuDNN bf16 | "
            "`fp8` / cuDNN FP8 | `fp8` / cuDNN bf16 |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for keys, shape in D256.items():
@@ -303,6 +343,7 @@ def fp8_d256_block(rows, context):
             c8, cb = rows.get(("anchor:cudnn/fp8", k)), rows.get(("anchor:cudnn/fwd", k))
             if all(v is None for v in (f8, iw, c8, cb)):
                 continue
+            context = context or row_context.get(("fp8", k), {})  # the run these rows come from
             out.append(f"| {shape} | {'yes' if c else 'no'} | {fmt(f8)} | {fmt(iw)} | {fmt(c8)} | {fmt(cb)} | "
                        f"{fmt(ratio(f8, c8), 2)}× | {fmt(ratio(f8, cb), 2)}× |")
     out += ["", "TFLOP/s (FA convention, halved when causal), median of the benchmark's repetitions; cuDNN's "
@@ -325,6 +366,7 @@ def main():
                     help="BENCH_JSON [BENCH_JSON...] ANCHORS2_JSON [ncu_<variant>.log ...]")
     ap.add_argument("--readme", help="the README whose blocks receive the tables")
     ap.add_argument("--blocks", help="comma-separated block names to print and write (default: all)")
+    ap.add_argument("--targets", default=str(goals.PATH), help="the targets file (default: results/targets.json)")
     publish.add_flag(ap)
     args = ap.parse_args()
     for f in args.files:
@@ -335,16 +377,18 @@ def main():
     jsons = [a for a in args.files if a not in ncu_files]
     if len(jsons) < 2:
         ap.error("needs at least one BENCH_JSON and the ANCHORS2_JSON")
-    rows, spread, context = load_bench(jsons[:-1])
+    rows, spread, context, row_context, samples = load_bench(jsons[:-1])
     anchors = load_anchors(jsons[-1])
+    targets = goals.load(args.targets)
     ncu = {}
     for f in ncu_files:
         n = load_ncu(f)
         if n["duration_ms"] is not None:
             ncu[Path(f).stem[len("ncu_"):]] = n
-    blocks = {"steps": steps_block(rows, spread, ncu), "anchors": anchors_block(rows, anchors, context),
-              "fp8steps": fp8_steps_block(rows), "fp8": fp8_block(rows, ncu),
-              "fp8d256": fp8_d256_block(rows, context)}
+    blocks = {"steps": steps_block(rows, spread, ncu),
+              "anchors": anchors_block(rows, anchors, context, samples, targets),
+              "fp8steps": fp8_steps_block(rows, targets), "fp8": fp8_block(rows, ncu, targets),
+              "fp8d256": fp8_d256_block(rows, row_context)}
     if args.blocks:
         unknown = set(args.blocks.split(",")) - set(blocks)
         if unknown:

@@ -2,19 +2,32 @@
 """Turns one scripts/gpu_check.sh run into the published results.
 
     scripts/results.py RUN_DIR OUT_DIR [--readme README.md]
+    scripts/results.py --assemble RUN_DIR [--tree TREE]
+    scripts/results.py --check [--tree TREE]
 
 RUN_DIR holds what gpu_check.sh wrote (bench/<chapter>.json, anchors.json and anchors2.json from
 scripts/anchors/torch_anchors.py, timing/ from scripts/timing_study.sh, ncu/, logs/).
 OUT_DIR gets, per chapter, bench.json (the Google Benchmark JSON, unchanged), table.md and
 plot.png, plus README.md (GPU, date, commit, how the figures were timed, checks, one line per
-chapter), summary.json (each chapter's headline ratios) and the anchors. With --readme, each
+chapter, the targets), summary.json (each chapter's headline ratios) and the anchors. With --readme, each
 chapter README's block between <!-- results:NN_topic --> and <!-- /results:NN_topic --> gets the
 chapter's table, and the top README's <!-- r:NN_topic --> cells each chapter table's headline row and its
-summary.json ratios (the executables' summary lines, timed by the same routine, are listed in results/README.md).
-Every number comes from the JSON and logs; none is typed here.
+summary.json ratios (the executables' summary lines, timed apart from the tables, stay in logs/ladder.log).
+A block the run has a table for but the README lacks is an error.
+Every number comes from the JSON and logs; none is typed here. The targets the figures are read against
+are in results/targets.json (scripts/targets.py).
+
+The committed publication is made from files in the repository: results/publication.json says which file
+is which part of RUN_DIR. --assemble writes that RUN_DIR (results/logs/6b007325beb8/assemble.sh calls it);
+--check assembles it in a temporary folder, regenerates results/ and every README block from it there, and
+compares them with the committed files, byte for byte (plots: drawn, not compared). It writes nothing in
+the repository and exits 1 naming every file and block that differs. --tree checks another copy of the
+repository (its results/ and READMEs) with this script.
 
 Benchmark names follow CONTRIBUTING.md: <variant>/<key>=<value>/..., anchors anchor:<what>/...;
-the variant is every leading part without '=' (anchor:cudnn/fwd).
+the variant is every leading part without '=' (anchor:cudnn/fwd). bench/<chapter>.<part>.json (a name with
+a dot) is another run of a chapter that only the chapter's own README tables read (12_fa3_hopper.d256.json);
+bench/<chapter>.summary.json holds ratios a chapter computes itself.
 """
 import argparse
 import json
@@ -24,6 +37,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 
 import matplotlib
 
@@ -31,6 +45,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import targets as goals  # noqa: E402
+
+# The repository whose published files are read where a run lacks them (ncu studies of earlier runs) and
+# whose results/targets.json is used: this one, or --tree's.
+TREE = ROOT
 
 # The H200's peaks the tensor-core chapters (09-13) are read against. NVIDIA H200 SXM datasheet:
 # BF16 tensor core 1,979 TFLOP/s with 2:4 sparsity, so 989 dense; HBM3e 4.8 TB/s.
@@ -81,7 +101,7 @@ CONFIG = {
                                                "train:documents": None},
                                   time_ratios=[(f"{p}:tiles{t}", f"{p}:dense",
                                                 f"{'forward' if p == 'fwd' else 'backward'} time at {t}% of the tiles / dense"
-                                                " (target <= 1.2x the fraction of tiles visited)")
+                                                " (target <= {tiles_goal}x the fraction of tiles visited)")
                                                for p in ("fwd", "bwd") for t in (10, 25, 50)]),
     "16_attention_in_a_model": dict(metric="tok/s", baseline="sdpa_cudnn", plot=False),
 }
@@ -102,13 +122,19 @@ def flex_ratios(rows, anchors):
     return out
 
 
+def goal_of(chapter, key, level="target"):
+    """A goal of results/targets.json as the tables write it (chapter: its number)."""
+    name = next(c for c in CONFIG if c.startswith(f"{chapter:02d}_"))
+    return goals.goal_text(goals.find(goals.load(TREE / "results" / "targets.json"), name, key, level)["goal"])
+
+
 def flex_section(rows, anchors):
     r = flex_ratios(rows, anchors)
     if not r:
         return ""
     lines = ["", "**Against FlexAttention** (`flex_attention` under `torch.compile`, scripts/anchors/torch_anchors.py "
              "group `flex`, same GPU session; useful TFLOP/s: 4 d FLOPs per visible (query, key) pair, backward 2.5x). "
-             "Targets: forward >= 1.3x, backward >= 1.1x.", "",
+             f"Targets: forward >= {goal_of(15, 'fwd_vs_flex')}x, backward >= {goal_of(15, 'bwd_vs_flex')}x.", "",
              "| mask | fwd | flex fwd | ratio | bwd | flex bwd | ratio |", "|---|---:|---:|---:|---:|---:|---:|"]
     for case, (f, ff, b, fb) in r.items():
         lines.append(f"| {case} | {f:.1f} | {ff:.1f} | {f / ff:.2f}x | {b:.1f} | {fb:.1f} | {b / fb:.2f}x |")
@@ -121,7 +147,9 @@ HOOKS = {
     "08_spilling_study": lambda run, d: [ROOT / "08_spilling_study" / "plot_heatmap.py",
                                          run / "bench" / "08_spilling_study.json", run / "ncu" / "spill_table.csv", d],
     "15_attention_variants": lambda run, d: [ROOT / "15_attention_variants" / "plot_sparsity.py",
-                                             run / "bench" / "15_attention_variants.json", d],
+                                             run / "bench" / "15_attention_variants.json", d,
+                                             *(["--tile-sets", run / "masks" / "tile_sets.csv"]
+                                               if (run / "masks" / "tile_sets.csv").exists() else [])],
 }
 
 
@@ -131,7 +159,7 @@ HOOKS = {
 # when the run measured it, else from the published results (an earlier run: the tables say which).
 def ncu_inputs(run, in_run, published):
     found = sorted((run / "ncu").glob(in_run))
-    return found or sorted((ROOT / "results").glob(published))
+    return found or sorted((TREE / "results").glob(published))
 
 
 README_TABLES = {
@@ -146,9 +174,21 @@ README_TABLES = {
         run / "anchors2.json", *ncu_inputs(run, "ncu_decode.csv", "11_flash_decoding/ncu_decode.csv")],
     "12_fa3_hopper": lambda run: [
         ROOT / "12_fa3_hopper" / "step_table.py", run / "bench" / "12_fa3_hopper.json",
+        *bench_parts(run, "12_fa3_hopper"),  # the d = 256 rows (a later call: its block names it)
         chapter_anchors_path(run, "anchors2.json", "12_fa3_hopper"),
-        *ncu_inputs(run, "12/ncu_*.log", "logs/handoff_ad3dfa1/12/ncu_*.log")],
+        *ncu_inputs(run, "12/ncu_*.log", "logs/handoff_ad3dfa1/12/ncu_*.log"),
+        "--targets", TREE / "results" / "targets.json"],
 }
+
+
+def bench_parts(run, chapter):
+    """bench/<chapter>.<part>.json: other runs of a chapter that only its README tables read."""
+    return [p for p in sorted((run / "bench").glob(f"{chapter}.*.json")) if not p.name.endswith(".summary.json")]
+
+
+def chapter_benches(run):
+    """bench/<chapter>.json, one per chapter (parts and .summary.json left out)."""
+    return [p for p in sorted((run / "bench").glob("*.json")) if "." not in p.stem]
 
 
 # Parts Google Benchmark appends to a name (/iterations:1, /repeats:3, /manual_time, ...).
@@ -194,6 +234,7 @@ def median_of_repetitions(rows):
     out = []
     for group in groups.values():
         row = dict(group[0])
+        row["samples"] = [(g["ms"], g["metric"]) for g in group if not g["error"]]  # each repetition's figures
         if len(group) > 1:
             row["ms"] = median(g["ms"] for g in group)
             row["metric"] = {k: median(g["metric"][k] for g in group) for k in row["metric"]}
@@ -252,6 +293,8 @@ def table(rows, cfg, context=None):
             if a and b and not a["error"] and not b["error"] and a["ms"] and b["ms"]:
                 lines.append(f"| {s} | {a['ms']:.3f} | {b['ms']:.3f} | {a['ms'] / b['ms']:.2f} |")
         if lines:
+            if "{" in label:  # a target's goal, from results/targets.json
+                label = label.format(tiles_goal=goal_of(15, "fwd_tiles10_time_over_fraction"))
             out += ["", f"**{label}**", "", f"| shape | `{num}` ms | `{den}` ms | ratio |", "|---|---|---|---|"] + lines
     return "\n".join(out) + "\n"
 
@@ -374,14 +417,27 @@ def plot(rows, cfg, title, path):
     return True
 
 
+class MissingBlock(Exception):
+    """A README block the run has a table for, and no marker to put it between."""
+
+
+class PublishFailed(SystemExit):
+    """What publish() could not do, each item on its own."""
+
+    def __init__(self, items):
+        super().__init__("results.py: " + "; ".join(items))
+        self.items = items
+
+
 def fill(readme, name, content):
-    """Replaces what stands between <!-- results:NAME --> and <!-- /results:NAME --> in a README."""
+    """Replaces what stands between <!-- results:NAME --> and <!-- /results:NAME --> in a README. A README
+    or a start marker that is not there is an error (MissingBlock): the run has a table and nowhere to put it."""
     if not readme.exists():
-        return
+        raise MissingBlock(f"{readme}: no such README for the block <!-- results:{name} -->")
     text = readme.read_text()
     start, end = f"<!-- results:{name} -->", f"<!-- /results:{name} -->"
     if start not in text:
-        return
+        raise MissingBlock(f"{readme} has no {start} ... {end} block")
     if end not in text:
         text = text.replace(start, f"{start}\n{end}")
     pattern = re.escape(start) + ".*?" + re.escape(end)
@@ -640,7 +696,7 @@ def accuracy_table(csv_path, dest):
 
 def summary_json(run, out):
     """results/summary.json from the run: one object per chapter, its headline ratios."""
-    benches = {p.stem: parse(p)[1] for p in (run / "bench").glob("*.json") if not p.stem.endswith(".summary")}
+    benches = {p.stem: parse(p)[1] for p in chapter_benches(run)}
 
     def find(chapter, variant, params):
         for r in benches.get(chapter, []):
@@ -700,21 +756,203 @@ def summary_json(run, out):
     # Chapter 13 on ONE GPU (its loopback ring, .handoff/13/request.sh): the same ratios against one
     # chapter-10 call on the whole sequence, under loopback_* keys; fwd_eff, fwdbwd_eff and
     # causal_zigzag_eff are two-GPU figures and come only from run_two_gpu.sh (*.summary.json above).
+    # Its run is another than the chapter's table's: handoff/13/env.log (date:, commit:, gpu: lines) names it,
+    # and summary.json's figure_runs says so for each of these figures.
+    figure_runs = {}
     loopback = run / "handoff" / "13" / "ratios_loopback.json"
     if loopback.exists():
         entry = result.setdefault("13_ring_attention", {})
+        env = run_env(loopback.parent / "env.log")
+        source = env.pop("source", "handoff/13/ratios_loopback.json")
         for key, v in load_json(loopback).items():
-            entry.setdefault("loopback_" + key, v)
-    # A publication may join chapters measured at different commits (commit_per_chapter): the top-level
-    # commit and date are the newest run's.
-    contexts = [parse(p)[0] for p in sorted((run / "bench").glob("*.json"))]
+            if "loopback_" + key not in entry:
+                entry["loopback_" + key] = v
+                figure_runs.setdefault("13_ring_attention", {})["loopback_" + key] = dict(
+                    env, what="the loopback ring on one GPU against one chapter-10 call", file=source)
+    # A publication may join chapters measured at different commits (commit_per_chapter: the commit of the run
+    # each chapter's figures here come from; figure_runs: the figures measured in another run than the chapter's
+    # table): the top-level commit and date are the newest run's.
+    contexts = [parse(p)[0] for p in chapter_benches(run)]
     context = max((c for c in contexts if c), key=lambda c: c.get("date", ""), default={})
-    commits = {p.stem: parse(p)[0].get("git_commit", "?") for p in sorted((run / "bench").glob("*.json"))
-               if not p.stem.endswith(".summary")}
+    commits = {p.stem: parse(p)[0].get("git_commit", "?") for p in chapter_benches(run)}
+    for c, runs in figure_runs.items():
+        if set(runs) == set(result[c]) and len({r["commit"] for r in runs.values()}) == 1:
+            commits[c] = next(iter(runs.values()))["commit"]  # every figure of the chapter from that run
     doc = {"gpu": context.get("gpu", "?"), "date": context.get("date", "?"), "commit": context.get("git_commit", "?"),
-           "commit_per_chapter": {c: commits[c] for c in result if c in commits}, "chapters": result}
+           "commit_per_chapter": {c: commits[c] for c in result if c in commits}}
+    if figure_runs:
+        doc["figure_runs"] = figure_runs
+    doc["chapters"] = result
     (out / "summary.json").write_text(json.dumps(doc, indent=1) + "\n")
     return doc
+
+
+# ---- the targets (results/targets.json): each figure met, missed or within noise ----
+
+def summary_figure(chapter, key):
+    """A SUMMARY entry as a targets.json figure (None when summary.json's figure is computed elsewhere)."""
+    spec = SUMMARY.get(chapter, {}).get(key)
+    if spec is None:
+        return None
+    kind = spec[0]
+    if kind == "ratio":
+        return {"kind": "ratio", "metric": spec[5], "cases": [{"a": [spec[2], spec[4]], "b": [spec[3], spec[4]]}]}
+    if kind == "time_ratio":
+        return {"kind": "time_ratio", "cases": [{"a": [spec[2], spec[4]], "b": [spec[3], spec[4]]}]}
+    if kind == "value":
+        return {"kind": "value", "metric": spec[4], "cases": [{"a": [spec[2], spec[3]]}]}
+    if kind == "best":
+        return {"kind": "best", "metric": spec[4], "cases": [{"b": [spec[2], spec[3]]}]}
+    return {"kind": "anchor", "metric": spec[4], "cases": [{"a": [spec[2], spec[3]], "b": {
+        "anchors": spec[5], "match": spec[6], "field": spec[7]}}]}
+
+
+def samples(row, metric):
+    """A row's figure in each of its repetitions (ms when metric is None)."""
+    out = []
+    for ms, m in row.get("samples", []):
+        v = ms if metric is None else (m.get(metric) if m.get(metric) is not None or metric != "TFLOP/s"
+                                      else m.get("GB/s"))
+        out.append(v)
+    return out
+
+
+def tile_fractions(run):
+    """masks/tile_sets.csv (15_attention_variants_block_masks --tile-sets): {(pass, density): fraction visited};
+    without it, the tool's output when build/ has it (as the sparsity plot does), else {}."""
+    import csv
+    path, tool = run / "masks" / "tile_sets.csv", ROOT / "build" / "bin" / "15_attention_variants_block_masks"
+    if path.exists():
+        text = path.read_text()
+    elif tool.exists():
+        r = subprocess.run([str(tool), "--tile-sets"], capture_output=True, text=True)
+        text = r.stdout if r.returncode == 0 else ""
+    else:
+        return {}
+    return {(p, r["density"]): float(r[f"{p}_visited"]) for r in csv.DictReader(text.splitlines()) for p in ("fwd", "bwd")}
+
+
+def figure_value(run, benches, chapter, figure, direction, fractions):
+    """(value, spread, shape) of a targets.json figure in this run: the worst of its cases, or (None, None, "")."""
+    def find(variant, params):
+        return next((r for r in benches.get(chapter, []) if r["variant"] == variant and not r["error"] and
+                     all(r["params"].get(k) == v for k, v in params.items())), None)
+
+    kind, metric = figure["kind"], figure.get("metric")
+    found = []
+    for case in figure["cases"]:
+        a = find(*case["a"]) if "a" in case else None
+        b = find(*case["b"]) if isinstance(case.get("b"), list) else None
+        v, ranges = None, []
+        if kind == "ratio" and a and b and value(b, metric):
+            v, ranges = value(a, metric) / value(b, metric), [samples(a, metric), samples(b, metric)]
+        elif kind in ("time_ratio", "tiles") and a and b and b["ms"]:
+            v, ranges = a["ms"] / b["ms"], [samples(a, None), samples(b, None)]
+            if kind == "tiles":
+                fraction = fractions.get((case["pass"], case["density"]))
+                v = v / fraction if fraction else None
+        elif kind == "value" and a:
+            v, ranges = value(a, metric), [samples(a, metric)]
+        elif kind == "best":
+            rows = [r for r in benches.get(chapter, []) if not r["error"]
+                    and not r["variant"].startswith(("anchor:", "tune:"))
+                    and all(r["params"].get(k) == x for k, x in case["b"][1].items())]
+            if rows and b and value(b, metric):
+                a = max(rows, key=lambda r: value(r, metric))
+                v, ranges = value(a, metric) / value(b, metric), [samples(a, metric), samples(b, metric)]
+        elif kind == "anchor" and a:
+            spec = case["b"]
+            match = [x for x in chapter_anchors(run, spec["anchors"], chapter)
+                     if all(x.get(k) == y for k, y in spec["match"].items()) and x.get(spec["field"])]
+            if match:
+                v, ranges = value(a, metric) / match[0][spec["field"]], [samples(a, metric)]
+        if v is not None:
+            found.append((v, goals.spread_of(*map(goals.relative_range, ranges)), a))
+    if len(found) < len(figure["cases"]) or not found:
+        return None, None, ""
+    worst = min(found, key=lambda f: f[0]) if direction == ">=" else max(found, key=lambda f: f[0])
+    if len(found) == 1:
+        return worst[0], worst[1], ""
+    variants = {f[2]["variant"] for f in found}  # name the worst case by what tells the cases apart
+    params = {key_of(f[2]["params"]) for f in found}
+    where = " ".join(([f"`{worst[2]['variant']}`"] if len(variants) > 1 else []) +
+                     ([key_of(worst[2]["params"])] if len(params) > 1 else []))
+    return worst[0], worst[1], where
+
+
+def target_results(run, doc):
+    """Every target of results/targets.json with this publication's figure and how it reads."""
+    benches = {p.stem: parse(p)[1] for p in chapter_benches(run)}
+    fractions = tile_fractions(run)
+    out = []
+    for t in goals.load(TREE / "results" / "targets.json"):
+        chapter, key = t["chapter"], t["key"]
+        published = doc["chapters"].get(chapter, {}).get(key)
+        figure = t.get("figure") or summary_figure(chapter, key)
+        v, spread, shape = (figure_value(run, benches, chapter, figure, t["direction"], fractions) if figure
+                            else (None, None, ""))
+        if published is not None:  # summary.json's figure: the same one, or targets.json describes another
+            if v is None:
+                v = published
+            elif round(v, 3) != published:
+                raise SystemExit(f"results.py: targets.json's {chapter} {key} reads {v:.4f}, summary.json {published}: "
+                                 "its figure is not summary.json's")
+        status, text = (("not measured", "not measured in this publication") if v is None else
+                        goals.judge(v, t["goal"], t["direction"], spread))
+        out.append(dict(t, value=v, spread=spread, shape=shape, status=status, text=text))
+    return out
+
+
+def target_rows(results, with_chapter):
+    head = (["chapter"] if with_chapter else []) + ["figure", "level", "goal", "what it compares", "this publication",
+                                                     "spread", ""]
+    lines = ["| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
+    for r in results:
+        v = "—" if r["value"] is None else goals.number(r["value"]) + (f" (at {r['shape']})" if r["shape"] else "")
+        spread = "—" if r["spread"] is None else goals.percent(r["spread"])
+        text = r["text"].replace("missed", "**missed**", 1) if r["status"] == "missed" else r["text"]
+        cells = ([r["chapter"]] if with_chapter else []) + [
+            f"`{r['key']}`", r.get("level", "target"), f"{goals.sign(r['direction'])} {goals.goal_text(r['goal'])}",
+            r["compares"] + (f"; {r['note']}" if r.get("note") else ""), v, spread, text]
+        lines.append("| " + " | ".join(c.replace("|", "/") for c in cells) + " |")
+    return lines
+
+
+TARGETS_HOW = ("**met**, **missed** (by how much, and by what fraction of the goal), or **within noise**: met by less "
+               "than the figure's spread, the relative range (max - min) / median of the repetitions of the rows it "
+               "divides, summed over them (`scripts/targets.py`). A row timed by one `ladder::time_gpu` call, and a "
+               "PyTorch anchor, has no repetitions: a figure with none has no spread here (—) and reads met or "
+               "missed as it is. A moonshot is a stretch a chapter names beside its target. A figure with several cases is "
+               "its worst case (at the shape given).")
+
+
+def targets_section(results, chapter):
+    """A chapter table's targets (table.md), or ''."""
+    mine = [r for r in results if r["chapter"] == chapter]
+    if not mine:
+        return ""
+    return "\n".join(["", "**Targets** ([results/targets.json](../targets.json); the chapter's own statement of "
+                      "each is where `stated` in that file says): " + TARGETS_HOW, ""] + target_rows(mine, False)) + "\n"
+
+
+def targets_count(results, chapter):
+    """'targets: 3 met, 1 within noise, 2 missed' for the top README's cell, or ''."""
+    mine = [r for r in results if r["chapter"] == chapter]
+    counts = [(n, s) for s in ("met", "within noise", "missed", "not measured")
+              for n in [sum(r["status"] == s for r in mine)] if n]
+    return "targets: " + ", ".join(f"{n} {s}" for n, s in counts) if counts else ""
+
+
+def run_env(path):
+    """date, commit and gpu of a run from its env.log's `date: ...`, `commit: ...`, `gpu: ...` lines ("?" where
+    it has none, or there is no such file), and `source: ...` (where its files are kept) when it says."""
+    info = {"commit": "?", "date": "?", "gpu": "?"}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            m = re.match(r"(date|commit|gpu|source):\s*(.+)", line)
+            if m:
+                info[m.group(1)] = m.group(2).strip()
+    return info
 
 
 def headline(doc, run, chapter):
@@ -740,7 +978,13 @@ def headline(doc, run, chapter):
             best = max(here, key=lambda r: value(r, metric))
             shape = " ".join(f"{k}={v}" for k, v in best["params"].items())
             text = f"`{best['variant']}` {value(best, metric):.1f} {metric} at {shape}; "
-    return text + ", ".join(f"{k} {v}" for k, v in ratios.items())
+    text += ", ".join(f"{k} {v}" for k, v in ratios.items())
+    runs = doc.get("figure_runs", {}).get(chapter, {})
+    for r in dict.fromkeys((r["commit"], r["date"], r["what"]) for r in runs.values()):  # figures of another run
+        keys = [k for k, x in runs.items() if (x["commit"], x["date"], x["what"]) == r]
+        which = "" if set(keys) == set(ratios) else ", ".join(keys) + ": "
+        text += f" ({which}from the run of commit {r[0]}, {r[1]}, not the table's: {r[2]})"
+    return text
 
 
 def ctest_line(log):
@@ -777,26 +1021,31 @@ def method_section(context):
             "serialised), and chapter 13's ring times (events on every GPU of the ring, the slowest rank).", ""]
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("run", type=pathlib.Path, help="what scripts/gpu_check.sh wrote (its bench/, logs/, ...)")
-    ap.add_argument("out", type=pathlib.Path, help="where the published results go (results/)")
-    ap.add_argument("--readme", type=pathlib.Path, help="the top README.md: its chapters' tables and ladder column")
-    args = ap.parse_args()
-    run, out, readme = args.run, args.out, args.readme
-    if not (run / "bench").is_dir():
-        ap.error(f"{run} has no bench/ folder: give the OUTDIR of a scripts/gpu_check.sh run")
-    if readme and not readme.is_file():
-        ap.error(f"--readme {readme}: no such file")
+def publish(run, out, readme=None, strict=False):
+    """RUN_DIR -> OUT_DIR (and, given the top README, every README block). strict (--check): a chapter's
+    figure script or README table script that fails is an error, not a warning."""
     chapters_root = readme.parent if readme else None
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        ap.error(f"cannot create {out}: {e.strerror}")
+    out.mkdir(parents=True, exist_ok=True)
+    failures, missing = [], []
+
+    def failed(what, stderr):
+        print(f"{what} failed:\n{stderr}", file=sys.stderr)
+        failures.append(what)
+
+    def put(readme, name, content):  # every block is written that can be; a missing one fails the run at the end
+        try:
+            fill(readme, name, content)
+        except MissingBlock as e:
+            print(f"results.py: {e}", file=sys.stderr)
+            missing.append(str(e))
+
+    accuracy = run / "accuracy" / "07_fa_backward.csv"
+    if accuracy.exists():  # before the chapter's table.md, which links its plot
+        md = accuracy_table(accuracy, out / "07_fa_backward")
+        if chapters_root:
+            put(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
     context, index = {}, []
-    for path in sorted((run / "bench").glob("*.json")):
-        if path.stem.endswith(".summary"):
-            continue
+    for path in chapter_benches(run):
         chapter = path.stem
         cfg = CONFIG.get(chapter, dict(metric="TFLOP/s"))
         context, rows = parse(path)
@@ -812,10 +1061,12 @@ def main():
                     shutil.copy(f, d / f.name)
             if (run / "model" / "report.md").exists():  # report.py: memory, losses, attention's share
                 extra += "\n" + (run / "model" / "report.md").read_text()
+        if chapter == "15_attention_variants" and (run / "masks" / "tile_sets.csv").exists():  # its sparsity plot's
+            shutil.copy(run / "masks" / "tile_sets.csv", d / "tile_sets.csv")  # fractions, and its targets'
         if chapter in HOOKS:  # a chapter's own figures (the spilling heatmap)
             r = subprocess.run([sys.executable, *map(str, HOOKS[chapter](run, d))], capture_output=True, text=True)
             if r.returncode:
-                print(f"{chapter} hook failed:\n{r.stderr}", file=sys.stderr)
+                failed(f"{chapter} hook", r.stderr)
         if cfg.get("csv") and (run / "ncu" / cfg["csv"]).exists():  # the executable's own table, same run
             extra += "\n**The executable's table** (`--csv`):\n\n" + csv_table(run / "ncu" / cfg["csv"])
         has_plot = cfg.get("plot", True) and plot(rows, cfg, f"{chapter}: {cfg['metric']} on {context.get('gpu', '?').split(' (')[0]}",
@@ -835,14 +1086,14 @@ def main():
             stamp = (f"Measured by `scripts/gpu_check.sh` on {context.get('gpu', '?')}, {context.get('date', '?')}, "
                      f"commit {context.get('git_commit', '?')} ([raw JSON](../results/{chapter}/bench.json)).\n\n")
             plot_link = f"![{chapter}](../results/{chapter}/plot.png)\n\n" if has_plot else ""
-            fill(chapters_root / chapter / "README.md", chapter, stamp + plot_link + body)
+            put(chapters_root / chapter / "README.md", chapter, stamp + plot_link + body)
 
     for chapter in (c for c in index if chapters_root and c in README_TABLES):
         cmd = [sys.executable, *map(str, README_TABLES[chapter](run)), "--readme",
                str(chapters_root / chapter / "README.md"), "--publish"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
-            print(f"{chapter}: its README tables failed:\n{r.stderr}", file=sys.stderr)
+            failed(f"{chapter}: its README tables", r.stderr)
 
     ladder = {}
     log = run / "logs" / "ladder.log"
@@ -890,29 +1141,35 @@ def main():
         table_t = "\n".join(lines_t) + "\n"
         (out / "06_fa2_forward" / "traffic.md").write_text("# DRAM traffic: tile model vs Nsight Compute\n\n" + text + table_t)
         if chapters_root:
-            fill(chapters_root / "06_fa2_forward" / "README.md", "06_fa2_forward:traffic", text + table_t)
+            put(chapters_root / "06_fa2_forward" / "README.md", "06_fa2_forward:traffic", text + table_t)
     spill = out / "08_spilling_study"
     if (spill / "ncu_spill.csv").exists():
         ncu_md = spill_ncu_table(spill / "ncu_spill.csv")
         (spill / "ncu_spill.md").write_text("# Nsight Compute: normal, local, capped-24 kernels\n\n" + ncu_md)
         if chapters_root:
-            fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:ncu", ncu_md)
+            put(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:ncu", ncu_md)
             if (spill / "spill_table.csv").exists():
-                fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:reading",
+                put(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:reading",
                      spill_reading(spill / "spill_table.csv", spill / "ncu_spill.csv"))
     if chapters_root and (spill / "spill_heatmap.png").exists():
-        fill(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:heatmap",
+        put(chapters_root / "08_spilling_study" / "README.md", "08_spilling_study:heatmap",
              "![heatmap](../results/08_spilling_study/spill_heatmap.png)")
 
-    accuracy = run / "accuracy" / "07_fa_backward.csv"
-    if accuracy.exists():
-        md = accuracy_table(accuracy, out / "07_fa_backward")
-        if chapters_root:
-            fill(chapters_root / "07_fa_backward" / "README.md", "07_fa_backward:accuracy", md)
     doc = summary_json(run, out)
+    results = target_results(run, doc)
+    for chapter in index:  # each chapter table's targets, and the figures of summary.json from another run
+        section = targets_section(results, chapter)
+        runs = doc.get("figure_runs", {}).get(chapter, {})
+        for r in dict.fromkeys((r["commit"], r["date"], r["what"]) for r in runs.values()):
+            section += ("\n**summary.json's figures from another run**: " + ", ".join(
+                f"`{k}` {doc['chapters'][chapter][k]}" for k, x in runs.items()
+                if (x["commit"], x["date"], x["what"]) == r) +
+                f": commit {r[0]}, {r[1]}, {r[2]}; the table above is not their run.\n")
+        if section:
+            with open(out / chapter / "table.md", "a") as f:
+                f.write(section)
     anchor_lines = anchors_section(run, out)
-    bench_context = next((parse(p)[0] for p in sorted((run / "bench").glob("*.json"))
-                          if not p.stem.endswith(".summary") and parse(p)[0].get("timing")), context)
+    bench_context = next((parse(p)[0] for p in chapter_benches(run) if parse(p)[0].get("timing")), context)
     method = method_section(bench_context)
     if (out / "timing" / "timing_study.md").exists():
         method += ["What the warm-up changes, measured with the clock beside it: [timing/timing_study.md]"
@@ -924,11 +1181,25 @@ def main():
          "chapter folders comes from one `scripts/gpu_check.sh` run on that GPU."]) + ["",
              f"- tests (CPU + GPU): {ctest_line(run / 'logs' / 'test.log')}",
              f"- compute-sanitizer (memcheck, racecheck): {ctest_line(run / 'logs' / 'sanitizer.log')}", ""] + method + [
-             "| chapter | check | the executable's summary line | tables and plot |", "|---|---|---|---|"]
+             "## The chapters", "",
+             "**correctness check**: the chapter executable's own check of its outputs against its reference, as its",
+             "summary line in [logs/ladder.log](logs/ladder.log) reports it (chapter 16: every run trained to a finite",
+             "loss and the ladder's validation loss within the spread of two SDPA seeds). PASS means the outputs are",
+             "correct; it says nothing about speed or any target (the next section reads the targets). **headline**:",
+             "the chapter table's headline row and its `summary.json` ratios, each figure from one benchmark call. The",
+             "executables' summary lines time the same kernels again, in another process, and their figures (a",
+             "library's included) differ from the tables' by that run-to-run noise: they are not published as",
+             "figures. A chapter without ratios shows its executable's summary line, marked so.", "",
+             "| chapter | correctness check | headline (the chapter's table, `summary.json`) | tables and plot |",
+             "|---|---|---|---|"]
     for chapter in sorted(set(index) | set(ladder)):
         status, text = ladder.get(chapter, ("", ""))
         link = f"[{chapter}/table.md]({chapter}/table.md)" if chapter in index else ""
-        lines.append(f"| {chapter} | {status} | {text} | {link} |")
+        cell = (headline(doc, run, chapter) if chapter in index else None) or (
+            f"(no ratios; the executable's summary line) {text}" if text else "")
+        lines.append(f"| {chapter} | {status} | {cell.replace('|', '/')} | {link} |")
+    lines += ["", "## Targets", "", "Every target the chapters state ([targets.json](targets.json)), read against "
+              "this publication's figures: " + TARGETS_HOW, ""] + target_rows(results, True)
     (out / "README.md").write_text("\n".join(lines + anchor_lines) + "\n")
 
     if readme:  # the last column of the ladder table: the chapter table's headline, this run's
@@ -940,12 +1211,166 @@ def main():
             if cell is None:
                 continue
             status = ladder.get(chapter, ("", ""))[0]
-            cell = f"{cell} ({status + '; ' if status else ''}[table](results/{chapter}/table.md))".replace("|", "/")
+            count = targets_count(results, chapter)
+            cell = (f"{cell}{'; ' + count + ' ([targets](results/README.md#targets))' if count else ''} "
+                    f"({'correctness check: ' + status + '; ' if status else ''}[table](results/{chapter}/table.md))"
+                    ).replace("|", "/")
+            if not re.search(f"<!-- r:{chapter} -->.*?<!-- /r -->", text):
+                missing.append(f"{readme} has no <!-- r:{chapter} --> ... <!-- /r --> cell")
+                print(f"results.py: {missing[-1]}", file=sys.stderr)
             text = re.sub(f"<!-- r:{chapter} -->.*?<!-- /r -->", lambda _: f"<!-- r:{chapter} -->{cell}<!-- /r -->",
                           text)
         readme.write_text(text)
-    print("\n".join(lines))
+    if missing or (strict and failures):
+        raise PublishFailed(missing + [f"{f} failed (its error is above)" for f in (failures if strict else [])])
+    return lines
+
+
+# ---- the committed publication: its inputs (results/publication.json), --assemble and --check ----
+
+def layout(tree):
+    return load_json(tree / "results" / "publication.json")
+
+
+def assemble(tree, run):
+    """Writes RUN_DIR from the committed files results/publication.json names (and what it derives from them)."""
+    spec = layout(tree)
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    for dest, src in spec["files"].items():
+        if not (tree / src).is_file():
+            raise SystemExit(f"results.py: publication.json: {src} (for {dest}) is not in {tree}")
+        (run / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(tree / src, run / dest)
+    for dest, text in spec.get("text", {}).items():
+        (run / dest).parent.mkdir(parents=True, exist_ok=True)
+        (run / dest).write_text("\n".join(text) + "\n")
+    for step in spec.get("derive", []):  # a script of this repository, its arguments relative to RUN_DIR
+        r = subprocess.run([sys.executable, str(ROOT / step[0]), *(str(run / a) for a in step[1:])],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"results.py: publication.json: {' '.join(step)} failed:\n{r.stderr}")
+
+
+# A README's generated blocks: results:NAME (chapter READMEs) and r:NN_topic (the top README's cells).
+BLOCK = re.compile(r"(<!-- (?P<name>results:(?P<n>[\w:]+)) -->)(?P<body>.*?)(<!-- /results:(?P=n) -->)"
+                   r"|(<!-- (?P<cell>r:\w+) -->)(?P<cbody>.*?)(<!-- /r -->)", re.S)
+UNFILLED = "(not regenerated by results.py --check)"
+
+
+def blocks(text):
+    """{name: content} of a README's generated blocks."""
+    return {m.group("name") or m.group("cell"): m.group("body") if m.group("name") else m.group("cbody")
+            for m in BLOCK.finditer(text)}
+
+
+def blank_blocks(text):
+    """The README with every generated block's content replaced by UNFILLED: what the run does not write
+    again keeps it."""
+    return BLOCK.sub(lambda m: (m.group(1) + UNFILLED + m.group(5)) if m.group("name") else
+                     (m.group(6) + UNFILLED + m.group(9)), text)
+
+
+def check(tree):
+    """Regenerates the committed publication in a temporary folder and compares it with TREE's files; returns
+    the list of differences (empty: the publication reproduces itself)."""
+    spec = layout(tree)
+    elsewhere = {b for names in spec.get("blocks_written_elsewhere", {}).values() for b in names}
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="results_check_") as tmp:
+        tmp = pathlib.Path(tmp)
+        run, gen = tmp / "run", tmp / "tree"
+        assemble(tree, run)
+        readmes = [tree / "README.md"] + sorted(tree.glob("[0-9][0-9]_*/README.md"))
+        for path in readmes:
+            (gen / path.relative_to(tree)).parent.mkdir(parents=True, exist_ok=True)
+            (gen / path.relative_to(tree)).write_text(blank_blocks(path.read_text()))
+        try:
+            publish(run, gen / "results", gen / "README.md", strict=True)
+        except PublishFailed as e:
+            return [item.replace(f"{gen}/", "") for item in e.items]
+        except SystemExit as e:
+            return [str(e.code).replace(f"{gen}/", "")]
+        for path in readmes:
+            rel = path.relative_to(tree)
+            old, new = path.read_text(), (gen / rel).read_text()
+            old_blocks, new_blocks = blocks(old), blocks(new)
+            for name, content in old_blocks.items():
+                if new_blocks.get(name) == UNFILLED:
+                    if name not in elsewhere:
+                        problems.append(f"{rel}: block {name} is not regenerated from the publication's files (and "
+                                        "publication.json's blocks_written_elsewhere does not name it)")
+                elif new_blocks.get(name) != content:
+                    problems.append(f"{rel}: block {name} differs from its regeneration")
+            if BLOCK.sub("", old) != BLOCK.sub("", new):
+                problems.append(f"{rel}: changed outside its generated blocks (a block marker missing or broken?)")
+        out = gen / "results"
+        for path in sorted(p for p in out.rglob("*") if p.is_file()):
+            rel = path.relative_to(gen)
+            if not (tree / rel).is_file():
+                problems.append(f"{rel}: regenerated but not committed")
+            elif path.suffix != ".png" and path.read_bytes() != (tree / rel).read_bytes():
+                problems.append(f"{rel}: differs from its regeneration")
+        inputs = {"results/publication.json", "results/targets.json", *spec.get("not_written", {}),
+                  *(p.relative_to(tree).as_posix() for g in spec.get("read_from_tree", []) for p in tree.glob(g))}
+        for path in sorted(p for p in (tree / "results").rglob("*") if p.is_file()):
+            rel = path.relative_to(tree)
+            if rel.parts[1] != "logs" and rel.as_posix() not in inputs and not (gen / rel).is_file():
+                problems.append(f"{rel}: committed but not regenerated (nor listed in publication.json's not_written)")
+    return problems
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", type=pathlib.Path, nargs="?",
+                    help="what scripts/gpu_check.sh wrote (its bench/, logs/, ...)")
+    ap.add_argument("out", type=pathlib.Path, nargs="?", help="where the published results go (results/)")
+    ap.add_argument("--readme", type=pathlib.Path, help="the top README.md: its chapters' tables and ladder column")
+    ap.add_argument("--assemble", type=pathlib.Path, metavar="RUN_DIR",
+                    help="write the committed publication's RUN_DIR from results/publication.json")
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate the committed publication elsewhere and compare; exit 1 on any difference")
+    ap.add_argument("--tree", type=pathlib.Path, default=ROOT,
+                    help="the repository copy whose publication --assemble and --check read (default: this one)")
+    args = ap.parse_args()
+    global TREE
+    TREE = args.tree.resolve()
+    if not (TREE / "results" / "publication.json").is_file() and (args.check or args.assemble):
+        ap.error(f"--tree {args.tree}: no results/publication.json there")
+    if args.check:
+        if args.run or args.out or args.readme or args.assemble:
+            ap.error("--check takes no RUN_DIR, OUT_DIR, --readme or --assemble")
+        problems = check(TREE)
+        if problems:
+            print(f"results.py --check: the committed publication in {TREE} does not reproduce itself:",
+                  file=sys.stderr)
+            print("\n".join(f"  {p}" for p in problems), file=sys.stderr)
+            print("Regenerate it: results/logs/6b007325beb8/assemble.sh RUN && scripts/results.py RUN results "
+                  "--readme README.md (then read the diff), or fix the committed inputs.", file=sys.stderr)
+            return 1
+        print(f"results.py --check: results/ and every README block regenerate byte for byte from "
+              f"results/publication.json's files ({TREE})")
+        return 0
+    if args.assemble:
+        if args.run or args.out or args.readme:
+            ap.error("--assemble takes no RUN_DIR, OUT_DIR or --readme")
+        assemble(TREE, args.assemble)
+        return 0
+    if not (args.run and args.out):
+        ap.error("give RUN_DIR and OUT_DIR (or --assemble, --check)")
+    run, out, readme = args.run, args.out, args.readme
+    if not (run / "bench").is_dir():
+        ap.error(f"{run} has no bench/ folder: give the OUTDIR of a scripts/gpu_check.sh run")
+    if readme and not readme.is_file():
+        ap.error(f"--readme {readme}: no such file")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        ap.error(f"cannot create {out}: {e.strerror}")
+    print("\n".join(publish(run, out, readme)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
