@@ -17,7 +17,7 @@
 
 namespace fa3 {
 
-namespace detail {
+namespace kernel {
 
 void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who) {
   if (fp8 && std::find(std::begin(kFp8SupportedD), std::end(kFp8SupportedD), s.d) == std::end(kFp8SupportedD))
@@ -29,7 +29,7 @@ void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tu
     ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
   if (std::int64_t(s.N) * s.d > INT_MAX || std::int64_t(s.nkv() + 128) * s.d > INT_MAX)
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
-  detail::Footprint f;
+  kernel::Footprint f;
   try {
     f = footprint(s.d, fp8, step, t);  // the variant is compiled (fa3_config.h)
   } catch (const std::invalid_argument& e) {
@@ -54,7 +54,7 @@ Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L) {
   return p;
 }
 
-}  // namespace detail
+}  // namespace kernel
 
 const char* name(Step s) {
   switch (s) {
@@ -68,7 +68,7 @@ const char* name(Step s) {
 }
 
 std::string unavailable_reason() {
-  return tc::sm90a_unavailable_reason("the FA3 kernels need", detail::sm90a_kernel());
+  return tc::sm90a_unavailable_reason("the FA3 kernels need", kernel::sm90a_kernel());
 }
 
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
@@ -79,14 +79,14 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
 void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, bf16* O, float* L,
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa3::forward";
-  detail::Tuning t{opt.kv_stages};
+  kernel::Tuning t{opt.kv_stages};
   t.eager_rescale = opt.eager_rescale;
   t.speculative_max = opt.speculative_max;
-  detail::check_common(s, false, opt.step, t, who);
+  kernel::check_common(s, false, opt.step, t, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
-  const int B_r = detail::footprint(s.d, false, opt.step, t).B_r;
-  detail::launch(s, {Q, K, V, false}, detail::params(s, B_r, O, L), opt.step, t, stream);
+  const int B_r = kernel::footprint(s.d, false, opt.step, t).B_r;
+  kernel::launch(s, {Q, K, V, false}, kernel::params(s, B_r, O, L), opt.step, t, stream);
 }
 
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
@@ -100,14 +100,14 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
     throw std::invalid_argument(who + ": poly_eighths=" + std::to_string(opt.poly_eighths) +
                                 " is not compiled: 0, 2 or 4 (eighths of the exponentials on the FMA pipes)");
   // (a key tile that is not compiled is refused by check_common, which names the compiled ones)
-  const detail::Tuning t{0,
+  const kernel::Tuning t{0,
                          opt.poly_eighths,
-                         opt.key_tile ? opt.key_tile : detail::kFp8KeyTile,
+                         opt.key_tile ? opt.key_tile : kernel::kFp8KeyTile,
                          opt.exp_turns,
                          opt.gemm_turns,
                          opt.eager_rescale,
                          opt.speculative_max};
-  detail::check_common(s, true, opt.step, t, who);
+  kernel::check_common(s, true, opt.step, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
                           {"K8", in.K8},
@@ -118,11 +118,11 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                           {"descale_k", in.descale_k, alignof(float)},
                           {"descale_v", in.descale_v, alignof(float)}},
                          16);
-  detail::Params p = detail::params(s, detail::footprint(s.d, true, opt.step, t).B_r, O, L);
+  kernel::Params p = kernel::params(s, kernel::footprint(s.d, true, opt.step, t).B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);
-  detail::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, opt.step, t, stream);
+  kernel::launch(s, {in.Q8, in.K8, in.Vt8, true}, p, opt.step, t, stream);
 }
 
 }  // namespace fa3

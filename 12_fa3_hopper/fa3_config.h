@@ -14,7 +14,9 @@
 #include "device.h"  // kH200SmemPerBlock
 #include "fa3.h"
 
-namespace fa3::detail {
+// fa3::kernel: the parts of the forward a later chapter builds on with its own variant (chapter 15): the tile
+// configs, the parameters, the launchers and their host checks.
+namespace fa3::kernel {
 
 // FA4's max rule (attention_rows.cuh, OnlineSoftmax): a row's m_i follows its max only when a
 // tile raises it by more than 8 (log2 units), so O_i is rescaled almost never, and P~ <= 2^8
@@ -257,4 +259,4 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
                               "(Step::IntraWg, Step::Persistent)");
 }
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

@@ -3,7 +3,7 @@
 // library, CMakeLists.txt); fa3.cpp launches it only on a compute capability 9.0 device.
 #include "fa3_forward.cuh"
 
-namespace fa3::detail {
+namespace fa3::kernel {
 
 const void* sm90a_kernel() {
   return reinterpret_cast<const void*>(fa3_kernel<Cfg<128, false, Step::IntraWg>, SingleTileScheduler, CausalOrDense>);
@@ -14,4 +14,4 @@ void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p,
   with_cfg(s.d, x.fp8, step, t, [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, stream); });
 }
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

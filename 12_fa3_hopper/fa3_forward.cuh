@@ -55,7 +55,7 @@
 #include "fa3_rows.cuh"
 #include "launch.h"
 
-namespace fa3::detail {
+namespace fa3::kernel {
 
 // ---- shared memory -----------------------------------------------------------------------
 // Q_i, then kStages x (K_j, V_j), then (persistent and FP8) a buffer of its own for staging
@@ -195,7 +195,7 @@ struct PersistentScheduler {
 // barrier phases run on from one row tile to the next.
 template <class C, class V>
 struct Pipeline {
-  using Tile = detail::Tile<V>;
+  using Tile = kernel::Tile<V>;
   const Smem<C>& sm;
   const CUtensorMap *tmQ, *tmK, *tmV;  // the kernel's __grid_constant__ parameters
   int pos = 0;
@@ -288,7 +288,7 @@ __device__ void produce(Pipeline<C, V>& pipe, const Params& p, const V& var) {
 #if TC_HOPPER_ENABLED
 template <class C, class V>
 struct Consumer {
-  using Tile = detail::Tile<V>;
+  using Tile = kernel::Tile<V>;
   enum : int {
     kTurnBarrier = 1,   // named barriers 1, 2: "consumer 0's / 1's turn" (0 is __syncthreads)
     kStoreBarrier = 3,  // 3, 4: consumer 0's / 1's epilogue
@@ -709,4 +709,4 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, tmO, p, var, stream);
 }
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

@@ -13,7 +13,7 @@
 #include "fa3.h"
 #include "fa3_config.h"
 
-namespace fa3::detail {
+namespace fa3::kernel {
 
 // The kernel's parameters (beside the three tensor maps).
 struct Params {
@@ -69,4 +69,4 @@ const void* sm90a_kernel();
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, const Tuning& t,
             cudaStream_t stream);
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

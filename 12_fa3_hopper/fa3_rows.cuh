@@ -19,7 +19,7 @@
 #include "fa3_kernel.h"
 #include "soft_exp2.h"
 
-namespace fa3::detail {
+namespace fa3::kernel {
 
 // P~'s exponentials split between two pipes (the online softmax's exponent policy,
 // attention_rows.cuh): of every 8 pairs j of a row's scores (keys 8 j .. 8 j + 7 of the tile),
@@ -137,4 +137,4 @@ __device__ __forceinline__ void store_o(attn::OnlineSoftmax<2, C::kRescaleLog2>&
   }
 }
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

@@ -108,7 +108,7 @@ Fp8Dequantised dequantize_fp8_host(const Fp8HostTensors& t);
 
 // ---- The forward on sampled rows -------------------------------------------------------------
 struct Fp8ModelOptions {
-  int B_c = detail::kFp8KeyTile;  // keys per step of the online softmax (the kernel's K_j tile)
+  int B_c = kernel::kFp8KeyTile;  // keys per step of the online softmax (the kernel's K_j tile)
   // Visit K_j from the last tile to the first, as fa3_forward.cuh does (the causal tiles that
   // need a mask come first). The order decides which running max each P~ is rounded against.
   bool reverse_tiles = true;
@@ -123,7 +123,7 @@ struct Fp8ModelOptions {
   // The max rule (attention_rows.cuh, OnlineSoftmax): m_i follows a row's max only when a tile
   // raises it by more than rescale_log2 (log2 units), as the kernel's (fa3_config.h, kRescaleLog2); 0 is
   // FA2's exact running max. It decides which running max each P~ is rounded against.
-  int rescale_log2 = detail::kFa4RescaleLog2;
+  int rescale_log2 = kernel::kFa4RescaleLog2;
 };
 
 // `count` query rows spread evenly over [0, N), the first and the last included (all rows

@@ -99,11 +99,11 @@ int main(int argc, char** argv) {
     fa3::ForwardOptions bf16_options{step_named(profile)};
     bf16_options.speculative_max = speculative_max;
     if (!profile.empty()) {
-      fa3::detail::Tuning t;
+      fa3::kernel::Tuning t;
       t.speculative_max = speculative_max;
-      if (fp8_profile) t.key_tile = key_tile ? key_tile : fa3::detail::kFp8KeyTile;
+      if (fp8_profile) t.key_tile = key_tile ? key_tile : fa3::kernel::kFp8KeyTile;
       try {
-        fa3::detail::footprint(s.d, fp8_profile, fp8_profile ? fp8_options.step : bf16_options.step, t);
+        fa3::kernel::footprint(s.d, fp8_profile, fp8_profile ? fp8_options.step : bf16_options.step, t);
       } catch (const std::invalid_argument& e) {
         throw std::invalid_argument("--profile " + profile + " at " + s.str() + ": " + e.what());
       }
@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     report.out() << "shape " << s.str() << "\n";
     for (fa3::Step step : fa3::kAllSteps) {
       if (fp8_profile) break;
-      const fa3::detail::Footprint f = fa3::detail::footprint(s.d, false, step);
+      const fa3::kernel::Footprint f = fa3::kernel::footprint(s.d, false, step);
       report.out() << "  step " << fa3::name(step) << ": " << f.threads << " threads, " << f.stages << " K/V stages, "
                    << f.smem_bytes << " bytes of shared memory per CTA\n";
     }

@@ -2,7 +2,7 @@
 #include "cuda_check.h"
 #include "soft_exp2.h"
 
-namespace fa3::detail {
+namespace fa3::kernel {
 
 namespace {
 __global__ void exp2_poly_kernel(const float* x, float* y, int n) {
@@ -16,4 +16,4 @@ void exp2_poly_on_device(const float* x, float* y, int n, cudaStream_t stream) {
   CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace fa3::detail
+}  // namespace fa3::kernel

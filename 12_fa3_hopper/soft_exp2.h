@@ -48,10 +48,10 @@ LADDER_HOST_DEVICE inline float exp2_poly(float x) {
   return x >= -127.0f ? y : 0.0f;  // -inf (a masked score) gives 0, by a select, not a branch
 }
 
-namespace detail {
+namespace kernel {
 // y[i] = exp2_poly(x[i]) computed by the GPU (soft_exp2.cu): the test checks the device's floor
 // gives the host's bits. x, y: n floats of device memory.
 void exp2_poly_on_device(const float* x, float* y, int n, cudaStream_t stream = nullptr);
-}  // namespace detail
+}  // namespace kernel
 
 }  // namespace fa3

@@ -35,7 +35,7 @@ using ladder::AttentionShape;
 // per-warp layout as wgmma's A). Checked for every thread, step and register.
 TEST(CpuFa3, Bf16AccumulatorIsTheAFragmentOfPV) {
   for (int t = 0; t < 128; ++t)
-    for (int k = 0; k < fa3::detail::Cfg<128, false, fa3::kBestStep>::kPSteps; ++k)
+    for (int k = 0; k < fa3::kernel::Cfg<128, false, fa3::kBestStep>::kPSteps; ++k)
       for (int q = 0; q < 4; ++q)
         for (int half = 0; half < 2; ++half) {
           // to_p: a[k][q] = (s[8k + 2q], s[8k + 2q + 1])
@@ -97,13 +97,13 @@ TEST(CpuFa3, StepsAndFootprints) {
   for (fa3::Step s : fa3::kAllSteps) EXPECT_TRUE(names.insert(fa3::name(s)).second);
   for (int d : fa3::kSupportedD)
     for (fa3::Step s : fa3::kAllSteps) {
-      const fa3::detail::Footprint f = fa3::detail::footprint(d, false, s);
+      const fa3::kernel::Footprint f = fa3::kernel::footprint(d, false, s);
       EXPECT_LE(f.smem_bytes, ladder::kH200SmemPerBlock) << "d=" << d << " " << fa3::name(s);
       EXPECT_EQ(f.threads, s == fa3::Step::Tma ? 256 : 384);
       EXPECT_GE(f.stages, 2);
     }
-  EXPECT_LE(fa3::detail::footprint(128, true, fa3::kBestStep).smem_bytes, ladder::kH200SmemPerBlock);
-  const fa3::detail::Footprint three = fa3::detail::footprint(128, false, fa3::Step::IntraWg, {3});
+  EXPECT_LE(fa3::kernel::footprint(128, true, fa3::kBestStep).smem_bytes, ladder::kH200SmemPerBlock);
+  const fa3::kernel::Footprint three = fa3::kernel::footprint(128, false, fa3::Step::IntraWg, {3});
   EXPECT_EQ(three.stages, 3);
   EXPECT_LE(three.smem_bytes, ladder::kH200SmemPerBlock);
 }
@@ -114,7 +114,7 @@ TEST(CpuFa3, StepsAndFootprints) {
 TEST(CpuFa3, Fp8KeyTilesAndStages) {
   const std::pair<int, int> expected[] = {{128, 4}, {192, 3}, {224, 2}};
   for (const auto& [keys, stages] : expected) {
-    const fa3::detail::Footprint f = fa3::detail::footprint(128, true, fa3::Step::IntraWg, {0, 0, keys});
+    const fa3::kernel::Footprint f = fa3::kernel::footprint(128, true, fa3::Step::IntraWg, {0, 0, keys});
     EXPECT_EQ(f.B_c, keys);
     EXPECT_EQ(f.stages, stages) << keys << " keys";
     EXPECT_LE(f.smem_bytes, ladder::kH200SmemPerBlock) << keys << " keys";

@@ -365,7 +365,7 @@ TEST(GpuFp8SoftExp2, TheDeviceGivesTheHostsBits) {
   for (int k = -126 * 4096; k <= 0; ++k) x.push_back(float(k) / 4096.0f);
   ladder::DeviceBuffer<float> in(x), out(x.size());
   out.poison();
-  fa3::detail::exp2_poly_on_device(in.data(), out.data(), int(x.size()));
+  fa3::kernel::exp2_poly_on_device(in.data(), out.data(), int(x.size()));
   const std::vector<float> y = out.download();
   for (std::size_t i = 0; i < x.size(); ++i) {
     const float host = fa3::exp2_poly(x[i]);
@@ -567,7 +567,7 @@ TEST_P(GpuFp8TunedForward, MatchesTheHostModel) {
   fa3::Fp8ModelOptions same;  // (the online softmax's max moves per key tile: P~'s roundings follow B_c)
   same.poly_eighths = opt.poly_eighths;
   same.B_c = opt.key_tile;
-  same.rescale_log2 = opt.eager_rescale ? 0 : fa3::detail::kFa4RescaleLog2;
+  same.rescale_log2 = opt.eager_rescale ? 0 : fa3::kernel::kFa4RescaleLog2;
   const auto model = fa3::fp8_forward_model(t, rows, same);
   const auto ref = fa3::reference_rows(s, x.Q.data(), x.K.data(), x.V.data(), rows);
   const std::string what = s.str() + ", " + tuning_name(opt);

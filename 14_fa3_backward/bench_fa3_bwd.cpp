@@ -95,7 +95,7 @@ void bench_part(benchmark::State& state, AttentionShape s, Part part) {
   fa3::forward(s, t.Q, t.K, t.V, t.O, t.L);
   // The backward's checks, once; then the one kernel, timed alone, on the workspace as fa3_bwd.h
   // lays it out: L2 and D ([B, H, N_pad] each), then the dQ accumulator.
-  const fa3bwd::detail::Prepared run = fa3bwd::detail::prepare(
+  const fa3bwd::kernel::Prepared run = fa3bwd::kernel::prepare(
       "part", s, {t.Q, t.K, t.V, t.O, t.L, t.dO, t.dQ, t.dK, t.dV, t.workspace}, {fa3bwd::kBestStep}, nullptr);
   const std::size_t rows = s.heads() * std::size_t(fa3bwd::layout::padded_rows(s.N));
   float *L2 = t.workspace, *D = L2 + rows, *dQ_acc = D + rows;
@@ -103,9 +103,9 @@ void bench_part(benchmark::State& state, AttentionShape s, Part part) {
       state,
       [&] {
         if (part == Part::Pre)
-          fa3bwd::detail::launch_preprocess(run.s, t.O, t.dO, t.L, L2, D, dQ_acc, nullptr);
+          fa3bwd::kernel::launch_preprocess(run.s, t.O, t.dO, t.L, L2, D, dQ_acc, nullptr);
         else
-          fa3bwd::detail::launch_postprocess(run.s, dQ_acc, t.dQ, nullptr);
+          fa3bwd::kernel::launch_postprocess(run.s, dQ_acc, t.dQ, nullptr);
       },
       ladder::Work{});
 }

@@ -39,7 +39,7 @@ const char* name(Step s) {
 }
 
 std::string unavailable_reason() {
-  return tc::sm90a_unavailable_reason("the FA3 backward needs", detail::sm90a_kernel());
+  return tc::sm90a_unavailable_reason("the FA3 backward needs", kernel::sm90a_kernel());
 }
 
 std::size_t backward_workspace_floats(const ladder::AttentionShape& s) {
@@ -54,7 +54,7 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
   backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, BackwardOptions{}, stream);
 }
 
-namespace detail {
+namespace kernel {
 
 Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, const Tensors& x,
                  const BackwardOptions& opt, cudaStream_t stream) {
@@ -117,15 +117,15 @@ Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, co
   return {s, p};
 }
 
-}  // namespace detail
+}  // namespace kernel
 
 void backward(const ladder::AttentionShape& shape, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
               const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               const BackwardOptions& opt, cudaStream_t stream) {
-  const detail::Prepared run =
-      detail::prepare("fa3bwd::backward", shape, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, opt, stream);
-  detail::launch_main(run.s, {Q, K, V, dO}, run.p, opt.step, stream);
-  detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
+  const kernel::Prepared run =
+      kernel::prepare("fa3bwd::backward", shape, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, opt, stream);
+  kernel::launch_main(run.s, {Q, K, V, dO}, run.p, opt.step, stream);
+  kernel::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }
 
 }  // namespace fa3bwd

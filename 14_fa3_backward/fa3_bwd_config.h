@@ -13,7 +13,9 @@
 #include "fa3_bwd_layout.h"
 #include "fa3_bwd_scheduler.h"
 
-namespace fa3bwd::detail {
+// fa3bwd::kernel: the parts of the backward a later chapter builds on with its own variant (chapter 15): the tile
+// configs, the parameters, the launchers and their host checks.
+namespace fa3bwd::kernel {
 
 // The query tile: 64 rows at d = 128; at d = 64, 128. A step's GEMMs are d deep (S^T, dP^T) or
 // B_r deep (dV, dK): at d = 64 with 64 queries each warpgroup's step is twenty m64n64k16 wgmmas,
@@ -161,4 +163,4 @@ void launch_preprocess(const ladder::AttentionShape& s, const bf16* O, const bf1
                        float* D, float* dQ_acc, cudaStream_t stream);
 void launch_postprocess(const ladder::AttentionShape& s, const float* dQ_acc, bf16* dQ, cudaStream_t stream);
 
-}  // namespace fa3bwd::detail
+}  // namespace fa3bwd::kernel

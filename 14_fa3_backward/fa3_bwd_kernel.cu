@@ -3,7 +3,7 @@
 // sm_90a only (its own library, CMakeLists.txt); fa3_bwd.cpp launches it only on a compute capability 9.0 device.
 #include "fa3_bwd_kernel.cuh"
 
-namespace fa3bwd::detail {
+namespace fa3bwd::kernel {
 
 const void* sm90a_kernel() {
   return reinterpret_cast<const void*>(fa3_bwd_kernel<Cfg<128, kBestStep>, CausalOrDense, GridScheduler>);
@@ -13,4 +13,4 @@ void launch_main(const ladder::AttentionShape& s, const Operands& x, const Param
   with_cfg(s.d, step, [&](auto c) { launch_cfg<decltype(c)>(s, x, p, CausalOrDense{}, GridScheduler{}, stream); });
 }
 
-}  // namespace fa3bwd::detail
+}  // namespace fa3bwd::kernel

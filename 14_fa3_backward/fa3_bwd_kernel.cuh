@@ -46,7 +46,7 @@
 #include "launch.h"
 #include "numeric.h"
 
-namespace fa3bwd::detail {
+namespace fa3bwd::kernel {
 
 // ---- shared memory (fa3_bwd_config.h has the sizes) -----------------------------------------
 template <class C>
@@ -701,4 +701,4 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace fa3bwd::detail
+}  // namespace fa3bwd::kernel

@@ -25,7 +25,7 @@
 #include "fa3_bwd_layout.h"
 #include "numeric.h"
 
-namespace fa3bwd::detail {
+namespace fa3bwd::kernel {
 
 namespace {
 
@@ -124,4 +124,4 @@ void launch_postprocess(const ladder::AttentionShape& s, const float* dQ_acc, bf
   CUDA_CHECK_LAUNCH();
 }
 
-}  // namespace fa3bwd::detail
+}  // namespace fa3bwd::kernel

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     ladder::Report report("14_fa3_backward", flags.summary);
     report.out() << "shape " << s.str() << "\n";
     for (fa3bwd::Step step : fa3bwd::kAllSteps)
-      report.out() << "  step " << fa3bwd::name(step) << ": 384 threads, " << fa3bwd::detail::smem_bytes(s.d, step)
+      report.out() << "  step " << fa3bwd::name(step) << ": 384 threads, " << fa3bwd::kernel::smem_bytes(s.d, step)
                    << " bytes of shared memory per CTA\n";
     const bool layout_ok = dq_layout_ok();
     report.out() << "  dQ accumulator blocks: " << (layout_ok ? "one float per element" : "BROKEN") << "\n";

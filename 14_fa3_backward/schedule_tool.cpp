@@ -33,7 +33,7 @@
 namespace {
 
 using sched::Tick;
-namespace fd = fa3bwd::detail;
+namespace fd = fa3bwd::kernel;
 
 constexpr long kTensorFlopsPerCycle = 4096;  // dense bf16 per SM per cycle (H100, H200)
 constexpr long kExpPerCycle = 16;            // MUFU.EX2 results per SM per cycle (compute capability 9.0)

@@ -78,17 +78,17 @@ TEST(CpuFa3Bwd, TheConsumersSplitDqIntoItsBlocks) {
   };
   using fa3bwd::Step;
   static_assert(
-      fa3bwd::detail::Cfg<64, Step::BulkReduce>::B_r == 128 && fa3bwd::detail::Cfg<128, Step::BulkReduce>::B_r == 64,
+      fa3bwd::kernel::Cfg<64, Step::BulkReduce>::B_r == 128 && fa3bwd::kernel::Cfg<128, Step::BulkReduce>::B_r == 64,
       "the tile policy: 128 query rows at d = 64, 64 at d = 128");
-  check(fa3bwd::detail::Cfg<64, Step::BulkReduce>{});
-  check(fa3bwd::detail::Cfg<128, Step::BulkReduce>{});
-  check(fa3bwd::detail::Cfg<64, Step::BulkReduce, 64>{});
+  check(fa3bwd::kernel::Cfg<64, Step::BulkReduce>{});
+  check(fa3bwd::kernel::Cfg<128, Step::BulkReduce>{});
+  check(fa3bwd::kernel::Cfg<64, Step::BulkReduce, 64>{});
 }
 
 TEST(CpuFa3Bwd, SharedMemoryFitsTheH200) {
   for (int d : fa3bwd::kSupportedD)
     for (fa3bwd::Step step : fa3bwd::kAllSteps)
-      EXPECT_LE(fa3bwd::detail::smem_bytes(d, step), 227u * 1024) << "d=" << d << " " << fa3bwd::name(step);
+      EXPECT_LE(fa3bwd::kernel::smem_bytes(d, step), 227u * 1024) << "d=" << d << " " << fa3bwd::name(step);
 }
 
 TEST(CpuFa3Bwd, BadInputIsRefusedBeforeAnyLaunch) {

@@ -16,7 +16,7 @@
 
 namespace {
 
-namespace fd = fa3bwd::detail;
+namespace fd = fa3bwd::kernel;
 using fa3bwd::Step;
 
 template <class C>

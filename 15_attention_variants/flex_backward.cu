@@ -9,7 +9,7 @@ namespace {
 // At each head dim chapter 14 compiles, with query tiles of the block mask's 64 rows (flex.h) at
 // both: chapter 14's own 128 at d = 64 would need a block mask per head dim.
 template <int d>
-using Cfg = fa3bwd::detail::Cfg<d, fa3bwd::Step::BulkReduce, kBackwardB_r>;
+using Cfg = fa3bwd::kernel::Cfg<d, fa3bwd::Step::BulkReduce, kBackwardB_r>;
 }  // namespace
 
 template <class Mask, class Score>
@@ -18,14 +18,14 @@ void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& sc
               bf16* dK, bf16* dV, float* workspace, cudaStream_t stream) {
   const std::string who = "variants::backward";
   detail::check_variant(who, s, bm.q(), kBackwardB_r, true);
-  const fa3bwd::detail::Prepared run =
-      fa3bwd::detail::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, {fa3bwd::Step::BulkReduce}, stream);
+  const fa3bwd::kernel::Prepared run =
+      fa3bwd::kernel::prepare(who, s, {Q, K, V, O, L, dO, dQ, dK, dV, workspace}, {fa3bwd::Step::BulkReduce}, stream);
   const detail::FlexBackward<Mask, Score> var{mask, score, bm.q(), run.s.H, static_cast<int>(run.s.kv_heads())};
   if (run.s.d == 64)
-    fa3bwd::detail::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
+    fa3bwd::kernel::launch_cfg<Cfg<64>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
   else
-    fa3bwd::detail::launch_cfg<Cfg<128>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
-  fa3bwd::detail::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
+    fa3bwd::kernel::launch_cfg<Cfg<128>>(run.s, {Q, K, V, dO}, run.p, var, detail::BlockMaskScheduler{}, stream);
+  fa3bwd::kernel::launch_postprocess(run.s, run.p.dQ_acc, dQ, stream);
 }
 
 #define VARIANTS_BACKWARD(M, S)                                                                                        \

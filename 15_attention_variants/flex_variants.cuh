@@ -83,7 +83,7 @@ struct FlexForward {
     __device__ bool masked(int it) const { return it < keys.n_partial; }
   };
   template <class C>
-  __device__ Keys keys(int i0, int head, const fa3::detail::Params&) const {
+  __device__ Keys keys(int i0, int head, const fa3::kernel::Params&) const {
     const Listed l = Listed::of(bm, list_row(bm, head / H, head % H, i0 / C::B_r));
     return {l, l.n};
   }
@@ -92,7 +92,7 @@ struct FlexForward {
   // units of S (score(x) / scale) so that the softmax stays as it is.
   // A mask with spans is tested against its query row's span of keys.
   template <bool kMasked, int N>
-  __device__ void score_tile(float (&s)[N], int q, int k0, int head, const fa3::detail::Params& p) const {
+  __device__ void score_tile(float (&s)[N], int q, int k0, int head, const fa3::kernel::Params& p) const {
     if constexpr (kScoreMod || kMasked) {
       const int b = head / H, h = head % H;
 #pragma unroll
@@ -116,7 +116,7 @@ struct FlexForward {
       }
     }
   }
-  __device__ bool last_first(const fa3::detail::Params&) const { return true; }
+  __device__ bool last_first(const fa3::kernel::Params&) const { return true; }
   // The t-th row tile of the walk, in the block mask's order (flex.cpp): head by head, each
   // head's rows heaviest first; or across heads, heaviest first. A list the block mask shares
   // between heads (its B or H is 1) is taken once per head that shares it (walk_place).
@@ -125,7 +125,7 @@ struct FlexForward {
   // the sorted order round after round, CTA 0 would get the heaviest tile of every round; in a
   // snake draft the odd rounds go backwards, so the heavy and the light ends of the rounds
   // alternate between the CTAs and their sums come out about even.
-  __device__ fa3::detail::RowTile row_tile(int t, const fa3::detail::Params& p) const {
+  __device__ fa3::kernel::RowTile row_tile(int t, const fa3::kernel::Params& p) const {
     t = snake_place(t, static_cast<int>(gridDim.x), p.T_r * p.heads);
     const WalkPlace w = walk_place(t, bm.order, bm.across_heads, p.T_r, p.heads / H, H, bm.B, bm.H);
     return {w.i, w.head};
@@ -141,12 +141,12 @@ struct FlexForward {
 struct BlockMaskScheduler {
   static constexpr bool kPersistent = true;
   template <class V>
-  __device__ static fa3bwd::sched::Tile tile(int place, int T_c, const fa3bwd::detail::Params& p, const V& var) {
+  __device__ static fa3bwd::sched::Tile tile(int place, int T_c, const fa3bwd::kernel::Params& p, const V& var) {
     const fa3bwd::sched::Tile t = fa3bwd::sched::tile(place, T_c, p.sections);
     return {var.bm.order[list_row(var.bm, t.head / p.H_kv, t.head % p.H_kv, t.j)], t.head};
   }
   template <class V>
-  __device__ static int places(int T_c, const fa3bwd::detail::Params&, const V& var) {
+  __device__ static int places(int T_c, const fa3bwd::kernel::Params&, const V& var) {
     return T_c * var.kv_heads;
   }
 };
@@ -170,17 +170,17 @@ struct FlexBackward {
     __device__ int i(int n) const { return tiles.tile(n % tiles.n); }
   };
   template <class C>
-  __device__ Queries queries(int j0, int kv_head, const fa3bwd::detail::Params& p) const {
+  __device__ Queries queries(int j0, int kv_head, const fa3bwd::kernel::Params& p) const {
     const Listed l = Listed::of(bm, list_row(bm, kv_head / p.H_kv, kv_head % p.H_kv, j0 / C::B_c));
     return {l, l.n * p.group};
   }
   template <class C>
-  __device__ bool masked(const Queries& qs, int n, int, int, const fa3bwd::detail::Params&) const {
+  __device__ bool masked(const Queries& qs, int n, int, int, const fa3bwd::kernel::Params&) const {
     return n % qs.tiles.n < qs.tiles.n_partial;
   }
   // A mask with spans is tested against its key row's span of queries (the kernel asks for each
   // element; the span depends on the key alone, so the compiler computes it once per row).
-  __device__ bool visible(int head, int q, int k, const fa3bwd::detail::Params& p) const {
+  __device__ bool visible(int head, int q, int k, const fa3bwd::kernel::Params& p) const {
     if constexpr (kHasSpans<Mask>)
       return within(q, queries_of(head / H, head % H, k, p.N_q, p.N_kv, mask));
     else
