@@ -1,0 +1,1 @@
+mkdir -p $OUT/r; for e in 14_fa3_backward 15_attention_variants 16_attention_in_a_model; do [ -x build-gpu/bin/$e ] || { echo "$e: no executable"; continue; }; timeout 100 build-gpu/bin/$e --summary > $OUT/r/ladder_$e.log 2>&1; echo "$e rc=$? at $SECONDS s"; tail -2 $OUT/r/ladder_$e.log; done
