@@ -10,6 +10,8 @@
 // (S scale log2 e): then alpha = exp2(m_old - m_new) is exactly 1 when the max does not
 // move (m_old - m_new = 0), which chapter 10's skipped rescale relies on, and a long run
 // of tiles (chapter 11 walks 131072 keys with one split) never drifts l_i.
+// The backward's two formulas (P recomputed from L, dS = P o (dP - D)) are here too, for
+// chapters 10 and 14.
 //
 // A score tile is seen through a fragment view: the rows one thread holds, each shared with
 // the other three lanes of its quad, and per row pairs of adjacent columns 8 j + 2 c and
@@ -64,6 +66,22 @@ struct WgmmaTile {
 struct HardwareExp2 {
   __device__ __forceinline__ float operator()(float x, int) const { return tc::ex2(x); }
 };
+// The CUDA math library's exp2f (chapter 14's backward): MUFU.EX2 with the library's handling of
+// very small results around it, where tc::ex2 is the bare ex2.approx.ftz.
+struct LibraryExp2 {
+  __device__ __forceinline__ float operator()(float x, int) const { return exp2f(x); }
+};
+
+// ---- the backward's row math ---------------------------------------------------------------
+// P = exp2(S scale log2 e - L2): the forward's probabilities recomputed from its row statistic,
+// L2 = L log2 e per query. No max and no sum: L already is the row's log-normaliser. (With a
+// score modifier, s is the modified score and scale_log2e is log2 e.)
+template <class Exp2 = HardwareExp2>
+__device__ __forceinline__ float recomputed_p(float s, float scale_log2e, float L2, Exp2 exp2 = {}) {
+  return exp2(fmaf(s, scale_log2e, -L2), 0);
+}
+// dS = P o (dP - D), D = rowsum(dO o O) per query: the gradient through the softmax.
+__device__ __forceinline__ float score_gradient(float p, float dp, float D) { return p * (dp - D); }
 
 // ---- the scores' scale ------------------------------------------------------------------------
 // sl2e = scale log2 e, one for the whole tile. Chapter 12's FP8 keys carry a descale per block

@@ -23,6 +23,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "attention_rows.cuh"
 #include "config_list.h"
 #include "cuda_check.h"
 #include "fa2_tc.cuh"
@@ -173,13 +174,13 @@ __device__ __forceinline__ void dk_dv_step(float (&dK)[C::d / 8][4], float (&dV)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const float L = (e % 2 ? Lq.y : Lq.x) * ladder::kLog2e, Dv = e % 2 ? Dq.y : Dq.x;
-      float pv = tc::ex2(fmaf(st[n][e], p.scale_log2e, -L));
+      float pv = attn::recomputed_p(st[n][e], p.scale_log2e, L);
       if constexpr (kMasked) {
         const int key = key0 + g + 8 * (e / 2), query = i0 + 8 * n + 2 * t + e % 2;
         if (key >= p.N_kv || query >= p.N_q || (p.causal && key > query + p.offset)) pv = 0.0f;
       }
       st[n][e] = pv;
-      dpt[n][e] = pv * (dpt[n][e] - Dv);
+      dpt[n][e] = attn::score_gradient(pv, dpt[n][e], Dv);
     }
   }
 
@@ -425,12 +426,12 @@ __device__ __forceinline__ void dq_step(float (&dq)[C::d / 8][4], const std::uin
   for (int n = 0; n < B_c / 8; ++n)
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float pv = tc::ex2(fmaf(s[n][e], p.scale_log2e, -L2[e / 2]));
+      float pv = attn::recomputed_p(s[n][e], p.scale_log2e, L2[e / 2]);
       if constexpr (kMasked) {
         const int row = row0 + g + 8 * (e / 2), col = j0 + 8 * n + 2 * t + e % 2;
         if (col >= p.N_kv || row >= p.N_q || (p.causal && col > row + p.offset)) pv = 0.0f;
       }
-      dp[n][e] = pv * (dp[n][e] - Drow[e / 2]);
+      dp[n][e] = attn::score_gradient(pv, dp[n][e], Drow[e / 2]);
     }
   // dQ_i += dS K_j: dS from the registers (bf16), K_j read as [k = keys][n = d], .trans.
   const std::uint32_t kt_lane = lane_base(K_s, bt_lane(lane).row, bt_lane(lane).chunk, RB);

@@ -49,6 +49,7 @@
 #include "09_tensor_core_matmul/hopper.cuh"
 #include "09_tensor_core_matmul/tc_hopper.h"
 #include "10_fa2_tensor_cores/attention_rows.cuh"
+#include "attention_variant.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3_kernel.h"
@@ -626,6 +627,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     fa3_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmK,
                const __grid_constant__ CUtensorMap tmV, const __grid_constant__ Params p, const __grid_constant__ V var,
                const __grid_constant__ CUtensorMap tmO) {
+  static_assert(ladder::variant::Forward<V, C, Params>::ok);
 #if TC_HOPPER_ENABLED
   extern __shared__ unsigned char smem_raw[];
   const Smem<C> sm(smem_raw);

@@ -40,6 +40,8 @@
 
 #include "09_tensor_core_matmul/hopper.cuh"
 #include "09_tensor_core_matmul/tc_hopper.h"
+#include "10_fa2_tensor_cores/attention_rows.cuh"
+#include "attention_variant.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3_bwd_config.h"
@@ -329,7 +331,7 @@ struct Consumer {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int r = 4 * jj + 2 * h + e;
-          float pv = exp2f(fmaf(s[r], p.scale_log2e, -(e ? l.y : l.x)));
+          float pv = attn::recomputed_p(s[r], p.scale_log2e, e ? l.y : l.x, attn::LibraryExp2{});
           if constexpr (kMasked)
             if (!var.visible(head, i0 + 8 * jj + 2 * c + e, key0 + 8 * h, p)) pv = 0.0f;
           s[r] = pv;
@@ -376,7 +378,7 @@ struct Consumer {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int r = 4 * jj + 2 * h + e;
-          dp[r] = p_of(r) * (dp[r] - (e ? dd.y : dd.x));
+          dp[r] = attn::score_gradient(p_of(r), dp[r], e ? dd.y : dd.x);
         }
     }
     pack_ds();
@@ -400,11 +402,12 @@ struct Consumer {
         for (int e = 0; e < 2; ++e) {
           const int r = 4 * jj + 2 * h + e, query = i0 + 8 * jj + 2 * c + e, key = key0 + 8 * h;
           const float x = s[r] * p.scale;
-          float pv = exp2f(fmaf(var.score(x, head, query, key), ladder::kLog2e, -(e ? l.y : l.x)));
+          float pv =
+              attn::recomputed_p(var.score(x, head, query, key), ladder::kLog2e, e ? l.y : l.x, attn::LibraryExp2{});
           if constexpr (kMasked)
             if (!var.visible(head, query, key, p)) pv = 0.0f;
           s[r] = pv;
-          dp[r] = pv * (dp[r] - (e ? dd.y : dd.x)) * var.score_grad(x, head, query, key);
+          dp[r] = attn::score_gradient(pv, dp[r], e ? dd.y : dd.x) * var.score_grad(x, head, query, key);
         }
     }
     pack_p();
@@ -628,6 +631,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     fa3_bwd_kernel(const __grid_constant__ CUtensorMap tmQ, const __grid_constant__ CUtensorMap tmdO,
                    const __grid_constant__ CUtensorMap tmK, const __grid_constant__ CUtensorMap tmV,
                    const __grid_constant__ Params p, const __grid_constant__ V var) {
+  static_assert(ladder::variant::Backward<V, C, Params>::ok);
   constexpr S scheduler{};
 #if TC_HOPPER_ENABLED
   extern __shared__ unsigned char smem_raw[];

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention_shape.h"
+#include "attention_variant.h"
 #include "bf16.h"
 #include "cli.h"
 #include "device.h"
@@ -428,3 +429,66 @@ TEST(CpuNpy, HeaderIsAlignedAndDataFollows) {
 }
 
 }  // namespace
+
+// The variant contract (attention_variant.h) tells a complete variant from one that lacks a
+// question the kernels ask: host-only stand-ins for a kernel's Params, Cfg and variants.
+namespace contract {
+struct Params {};
+struct Cfg {};
+struct Backward {
+  static constexpr bool kScoreMod = false;
+  struct Queries {
+    int visits;
+    int head(int) const { return 0; }
+    int i(int) const { return 0; }
+  };
+  template <class C>
+  Queries queries(int, int, const Params&) const {
+    return {};
+  }
+  template <class C>
+  bool masked(const Queries&, int, int, int, const Params&) const {
+    return false;
+  }
+  bool visible(int, int, int, const Params&) const { return true; }
+};
+struct WithoutVisible {
+  static constexpr bool kScoreMod = false;
+  using Queries = Backward::Queries;
+  template <class C>
+  Queries queries(int, int, const Params&) const {
+    return {};
+  }
+  template <class C>
+  bool masked(const Queries&, int, int, int, const Params&) const {
+    return false;
+  }
+};
+struct ModifiesWithoutGradient : Backward {
+  static constexpr bool kScoreMod = true;
+  float score(float x, int, int, int) const { return x; }
+};
+struct Forward {
+  struct Keys {
+    int T_c;
+    int j(int) const { return 0; }
+    bool masked(int) const { return false; }
+  };
+  template <class C>
+  Keys keys(int, int, const Params&) const {
+    return {};
+  }
+  bool last_first(const Params&) const { return false; }
+};
+}  // namespace contract
+
+TEST(CpuVariant, TheContractSaysWhatAVariantLacks) {
+  using namespace ladder::variant;
+  EXPECT_TRUE((BackwardQueries<contract::Backward, contract::Cfg, contract::Params>::value));
+  EXPECT_FALSE((BackwardQueries<contract::WithoutVisible, contract::Cfg, contract::Params>::value));
+  EXPECT_TRUE(SaysScoreMod<contract::Backward>::value);
+  EXPECT_FALSE(ScoreModifier<contract::ModifiesWithoutGradient>::value);
+  EXPECT_TRUE((ForwardKeys<contract::Forward, contract::Cfg, contract::Params>::value));
+  EXPECT_FALSE((ForwardKeys<contract::Backward, contract::Cfg, contract::Params>::value));
+  EXPECT_TRUE((ladder::variant::Backward<contract::Backward, contract::Cfg, contract::Params>::ok));
+}
