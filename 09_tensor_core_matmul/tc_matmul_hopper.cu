@@ -301,7 +301,7 @@ __global__ void __launch_bounds__(kWsThreads, 1)
 // ---------------------------------------------------------------------------------------
 
 // X [rows, K] row-major bf16 -> boxes of 64 x kBoxRows (128 bytes wide: one swizzle row),
-// 128B-swizzled, zero fill outside (tc_hopper.h).
+// 128B-swizzled, zero fill outside (hopper_host.h).
 CUtensorMap tensor_map(const bf16* X, int rows, int K) {
   tc::TensorMapKey key;
   key.data = X;

@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "09_tensor_core_matmul/tc_hopper.h"
+#include "09_tensor_core_matmul/hopper_host.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "fa3.h"
@@ -19,7 +19,7 @@ namespace fa3 {
 
 namespace kernel {
 
-void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who) {
+Footprint check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who) {
   if (fp8 && std::find(std::begin(kFp8SupportedD), std::end(kFp8SupportedD), s.d) == std::end(kFp8SupportedD))
     throw std::invalid_argument(who + ": head dim d=" + std::to_string(s.d) +
                                 " is not supported: the FP8 kernel is compiled for d in {128, 256}");
@@ -41,6 +41,7 @@ void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tu
     throw std::invalid_argument(who + " needs " + std::to_string(f.smem_bytes) + " bytes of shared memory per block; " +
                                 ladder::device().name + " allows " +
                                 std::to_string(ladder::device().smem_per_block_optin));
+  return f;
 }
 
 Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L) {
@@ -82,11 +83,10 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   kernel::Tuning t{opt.kv_stages};
   t.eager_rescale = opt.eager_rescale;
   t.speculative_max = opt.speculative_max;
-  kernel::check_common(s, false, opt.step, t, who);
+  const kernel::Footprint f = kernel::check_common(s, false, opt.step, t, who);
   // TMA reads from 16-byte aligned addresses; O is written 16 bytes at a time.
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
-  const int B_r = kernel::footprint(s.d, false, opt.step, t).B_r;
-  kernel::launch(s, {Q, K, V, false}, kernel::params(s, B_r, O, L), opt.step, t, stream);
+  kernel::launch(s, {Q, K, V, false}, kernel::params(s, f.B_r, O, L), opt.step, t, stream);
 }
 
 void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, float* L, cudaStream_t stream) {
@@ -107,7 +107,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                          opt.gemm_turns,
                          opt.eager_rescale,
                          opt.speculative_max};
-  kernel::check_common(s, true, opt.step, t, who);
+  const kernel::Footprint f = kernel::check_common(s, true, opt.step, t, who);
   ladder::check_pointers(who,
                          {{"Q8", in.Q8},
                           {"K8", in.K8},
@@ -118,7 +118,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
                           {"descale_k", in.descale_k, alignof(float)},
                           {"descale_v", in.descale_v, alignof(float)}},
                          16);
-  kernel::Params p = kernel::params(s, kernel::footprint(s.d, true, opt.step, t).B_r, O, L);
+  kernel::Params p = kernel::params(s, f.B_r, O, L);
   p.descale_q = in.descale_q, p.descale_k = in.descale_k, p.descale_v = in.descale_v;
   p.q_scale_blocks = ladder::ceil_div(s.N, kFp8RowsPerQScale);
   p.k_scale_blocks = ladder::ceil_div(s.nkv(), kFp8KeysPerKScale);

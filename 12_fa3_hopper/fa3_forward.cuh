@@ -47,7 +47,7 @@
 #include <cstdint>
 
 #include "09_tensor_core_matmul/hopper.cuh"
-#include "09_tensor_core_matmul/tc_hopper.h"
+#include "09_tensor_core_matmul/hopper_host.h"
 #include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "attention_variant.h"
 #include "cuda_check.h"
@@ -143,8 +143,9 @@ struct CausalOrDense {
   // Heaviest row tiles first (causal: the lowest), so the lightest fill the tail.
   __device__ bool last_first(const Params& p) const { return p.causal; }
   // The persistent scheduler's t-th row tile (dense only: every row tile costs the same), in
-  // the order that lets consecutive CTAs share a head's K and V in L2.
-  static constexpr bool kPersistent = true;
+  // the order that lets consecutive CTAs share a head's K and V in L2. kOrdersRowTiles: the
+  // variant gives that order (row_tile), so a persistent configuration may walk it.
+  static constexpr bool kOrdersRowTiles = true;
   __device__ RowTile row_tile(int t, const Params& p) const { return {t % p.T_r, t / p.T_r}; }
 };
 
@@ -679,7 +680,7 @@ void launch_kernel(const CUtensorMap& tmQ, const CUtensorMap& tmK, const CUtenso
   CUDA_CHECK_LAUNCH();
 }
 
-// The tensor maps of a configuration: 3D (column, row, head) views in its boxes (tc_hopper.h).
+// The tensor maps of a configuration: 3D (column, row, head) views in its boxes (hopper_host.h).
 template <class C>
 inline tc::TensorMapKey map_key(const void* X, std::uint64_t cols, std::uint64_t rows, std::uint64_t heads,
                                 std::uint32_t box_cols, std::uint32_t box_rows) {
@@ -705,7 +706,7 @@ void launch_cfg(const ladder::AttentionShape& s, const Operands& x, const Params
   o_key.fp8 = false;
   const CUtensorMap tmO = tc::tensor_map(o_key);
   if constexpr (C::kPersistent &&
-                V::kPersistent) {  // (an attention variant's causal masks are its own: p.causal is false)
+                V::kOrdersRowTiles) {  // (an attention variant's causal masks are its own: p.causal is false)
     if (!p.causal) return launch_kernel<C, PersistentScheduler>(tmQ, tmK, tmV, tmO, p, var, stream);
   }
   launch_kernel<C, SingleTileScheduler>(tmQ, tmK, tmV, tmO, p, var, stream);

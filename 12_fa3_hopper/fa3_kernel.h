@@ -56,12 +56,13 @@ inline Footprint footprint(int d, bool fp8, Step step, const Tuning& t = {}) {
 }
 
 // The checks every forward makes before a launch (the shape, the compiled variant, the grid,
-// the device and its shared memory); throws std::invalid_argument naming `who`. And the kernel's
-// parameters of a checked shape. (fa3.cpp; chapter 15's forward uses both.)
-void check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who);
+// the device and its shared memory); throws std::invalid_argument naming `who`, else returns the
+// variant's footprint (its B_r for params). And the kernel's parameters of a checked shape.
+// (fa3.cpp; chapter 15's forward uses both.)
+Footprint check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who);
 Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L);
 
-// One of the kernels, to ask tc::compiled_for_sm90a (09's tc_hopper.h) whether this build
+// One of the kernels, to ask tc::compiled_for_sm90a (09's hopper_host.h) whether this build
 // holds their sm_90a code.
 const void* sm90a_kernel();
 

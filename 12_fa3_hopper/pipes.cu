@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "09_tensor_core_matmul/hopper.cuh"
+#include "09_tensor_core_matmul/hopper_host.h"
 #include "09_tensor_core_matmul/mma.cuh"
-#include "09_tensor_core_matmul/tc_hopper.h"
 #include "cuda_check.h"
 #include "device.h"
 #include "device_buffer.h"

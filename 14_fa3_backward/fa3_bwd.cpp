@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "09_tensor_core_matmul/tc_hopper.h"
+#include "09_tensor_core_matmul/hopper_host.h"
 #include "device.h"
 #include "fa3_bwd.h"
 #include "fa3_bwd_config.h"

@@ -39,7 +39,7 @@
 #include <cstdint>
 
 #include "09_tensor_core_matmul/hopper.cuh"
-#include "09_tensor_core_matmul/tc_hopper.h"
+#include "09_tensor_core_matmul/hopper_host.h"
 #include "10_fa2_tensor_cores/attention_rows.cuh"
 #include "attention_variant.h"
 #include "cuda_check.h"

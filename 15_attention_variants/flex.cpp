@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "09_tensor_core_matmul/tc_hopper.h"
+#include "09_tensor_core_matmul/hopper_host.h"
 
 namespace variants {
 

@@ -69,7 +69,7 @@ struct FlexForward {
   // loads while it finishes the last, which pays off when rows visit few tiles. The order
   // (row_tile) is heaviest first within each head, so the round-robin over the grid hands
   // every CTA about the same work.
-  static constexpr bool kPersistent = true;
+  static constexpr bool kOrdersRowTiles = true;
   Mask mask;
   Score mod;
   BlockMaskView bm;  // kv(): per query tile

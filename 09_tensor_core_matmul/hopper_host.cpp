@@ -1,5 +1,5 @@
 // The host side every Hopper chapter shares: TMA tensor maps and the sm_90a check.
-#include "tc_hopper.h"
+#include "hopper_host.h"
 
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
 
@@ -8,6 +8,7 @@
 
 #include "cuda_check.h"
 #include "device.h"
+#include "tc_matmul.h"  // tcmm::kSm90aRequirement
 
 namespace tc {
 
