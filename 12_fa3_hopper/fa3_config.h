@@ -28,10 +28,12 @@ inline constexpr int kFa4RescaleLog2 = 8;
 
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
-// boxes" of [rows][128 bytes] one after the other.
+// boxes" of [rows][128 bytes] one after the other. The parameters after the step are the
+// studies' (the step tables' tune: rows): extra stages, exponentials on the FMA pipes, a wider key
+// tile, the turns at the exponentials and the GEMMs switched off, FA2's max for FP8, the speculative
+// max; the defaults are the lesson's kernels.
 template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
-          bool kWithoutExpTurns = false, bool kWithoutGemmTurns = false, bool kEagerRescale = false,
-          bool kSpeculativeMax_ = false>
+          bool kExpTurnsOn = true, bool kGemmTurnsOn = true, bool kEagerRescale = false, bool kSpeculativeMax_ = false>
 struct Cfg {
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
@@ -62,9 +64,9 @@ struct Cfg {
   // their GEMMs overlap (intra-warpgroup and persistent steps). Not at d = 256: there the GEMMs of
   // a tile take twice as long as its exponentials, as bf16's at d = 128, and ping-pong's turn at
   // the GEMMs keeps the two softmaxes apart (and the 2 KB of the turns' sink would not fit).
-  static constexpr bool kExpTurns = kFp8 && kIntraWg && !kWithoutExpTurns && d == 128;
+  static constexpr bool kExpTurns = kFp8 && kIntraWg && kExpTurnsOn && d == 128;
   // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
-  static constexpr bool kGemmTurns = kPingPong && !kWithoutGemmTurns;
+  static constexpr bool kGemmTurns = kPingPong && kGemmTurnsOn;
   static constexpr int kThreads = kProducer ? 384 : 256;
   // The online softmax's max rule: FA2's exact running max for bf16 (O_i rescaled whenever it
   // moves), FA4's (kFa4RescaleLog2) for FP8 and for bf16's speculative max; kEagerRescale gives FP8
@@ -118,8 +120,8 @@ struct Cfg {
 
   static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
   static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
-  static_assert(!kWithoutExpTurns || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
-  static_assert(!kWithoutGemmTurns || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
+  static_assert(kExpTurnsOn || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
+  static_assert(kGemmTurnsOn || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kSpeculativeMax || (kIntraWg && kRescaleLog2 > 0), "speculative max: FA4's rule, intra-warpgroup");
   static_assert(!kEagerRescale || kFp8, "bf16 has FA2's max rule already: eager_rescale is FP8's switch");
@@ -161,11 +163,10 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
     if (!t.eager_rescale && t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns && keys == 128 &&
         d == 128 && (step == Step::IntraWg || step == Step::Persistent)) {
       constexpr bool kSpec = true;
-      if (fp8 && step == Step::IntraWg)
-        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, false, false, false, kSpec>{});
-      if (fp8) return f(Cfg<128, true, Step::Persistent, 0, 0, 128, false, false, false, kSpec>{});
-      if (step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, false, false, false, kSpec>{});
-      return f(Cfg<128, false, Step::Persistent, 0, 0, 0, false, false, false, kSpec>{});
+      if (fp8 && step == Step::IntraWg) return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, true, true, false, kSpec>{});
+      if (fp8) return f(Cfg<128, true, Step::Persistent, 0, 0, 128, true, true, false, kSpec>{});
+      if (step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, true, true, false, kSpec>{});
+      return f(Cfg<128, false, Step::Persistent, 0, 0, 0, true, true, false, kSpec>{});
     }
     throw std::invalid_argument("fa3: speculative_max=true with key_tile=" + std::to_string(keys) +
                                 " is not compiled: only Step::IntraWg and Step::Persistent at d=128 (bf16, and FP8 "
@@ -180,13 +181,13 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
     if (t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns) {
       constexpr bool kEager = true;
       if (fp8 && d == 128 && keys == 128 && step == Step::IntraWg)
-        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, false, false, kEager>{});
+        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, true, true, kEager>{});
       if (fp8 && d == 128 && keys == 192 && step == Step::IntraWg)
-        return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, false, false, kEager>{});
+        return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, true, true, kEager>{});
       if (fp8 && d == 128 && keys == 128 && step == Step::Persistent)
-        return f(Cfg<128, true, Step::Persistent, 0, 0, 128, false, false, kEager>{});
+        return f(Cfg<128, true, Step::Persistent, 0, 0, 128, true, true, kEager>{});
       if (fp8 && d == 128 && keys == 192 && step == Step::Persistent)
-        return f(Cfg<128, true, Step::Persistent, 0, 0, 192, false, false, kEager>{});
+        return f(Cfg<128, true, Step::Persistent, 0, 0, 192, true, true, kEager>{});
     }
     throw std::invalid_argument(
         "fa3: FP8 with eager_rescale=true is compiled only for Step::IntraWg and Step::Persistent at d=128, "
@@ -195,10 +196,10 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   if (fp8 && !t.gemm_turns) {
     if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && t.poly_eighths == 0) {
       constexpr Step S = Step::IntraWg;
-      if (keys == 128 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, false, true>{});
-      if (keys == 128 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, true, true>{});
-      if (keys == 192 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, false, true>{});
-      if (keys == 192 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, true, true>{});
+      if (keys == 128 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, true, false>{});
+      if (keys == 128 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, false, false>{});
+      if (keys == 192 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, true, false>{});
+      if (keys == 192 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, false, false>{});
     }
     throw std::invalid_argument("fa3: FP8 with gemm_turns=false at key_tile=" + std::to_string(keys) +
                                 ", poly_eighths=" + std::to_string(t.poly_eighths) +
@@ -206,7 +207,7 @@ decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
   }
   if (fp8 && !t.exp_turns) {
     if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && keys == 192 && t.poly_eighths == 0)
-      return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, true>{});
+      return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, false>{});
     throw std::invalid_argument("fa3: FP8 with exp_turns=false at key_tile=" + std::to_string(keys) +
                                 ", poly_eighths=" + std::to_string(t.poly_eighths) +
                                 " is not compiled: only d=128, Step::IntraWg, key_tile=192, poly_eighths=0");
