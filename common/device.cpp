@@ -2,7 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
 
 namespace ladder {
 
@@ -37,8 +40,37 @@ DeviceInfo query() {
 }
 }  // namespace
 
+DeviceInfo capped(DeviceInfo d, const std::string& limits) {
+  struct Cap {
+    const char* name;
+    int cc_major, cc_minor;
+    std::size_t smem_per_block_optin, smem_per_sm;
+    const char* gpus;
+  };
+  static const Cap caps[] = {{"sm75", 7, 5, 64 * 1024, 64 * 1024, "T4"},
+                             {"sm80", 8, 0, 163 * 1024, 164 * 1024, "A100"},
+                             {"sm86", 8, 6, 99 * 1024, 100 * 1024, "RTX 30"},
+                             {"sm89", 8, 9, 99 * 1024, 100 * 1024, "RTX 40"},
+                             {"sm120", 12, 0, 99 * 1024, 100 * 1024, "RTX 50"}};
+  if (limits.empty()) return d;
+  for (const Cap& c : caps) {
+    if (limits != c.name) continue;
+    if (!d.available) return d;
+    d.smem_per_block_optin = std::min(d.smem_per_block_optin, c.smem_per_block_optin);
+    d.smem_per_sm = std::min(d.smem_per_sm, c.smem_per_sm);
+    if (c.cc_major * 10 + c.cc_minor < d.cc_major * 10 + d.cc_minor) d.cc_major = c.cc_major, d.cc_minor = c.cc_minor;
+    d.name += std::string(" with the limits of ") + c.gpus + " (LADDER_DEVICE_LIMITS=" + c.name + ")";
+    return d;
+  }
+  throw std::invalid_argument("LADDER_DEVICE_LIMITS=" + limits +
+                              " is not a cap: sm75 (T4), sm80 (A100), sm86, sm89, sm120 (RTX 30, 40, 50), or unset");
+}
+
 const DeviceInfo& device() {
-  static const DeviceInfo info = query();
+  static const DeviceInfo info = [] {
+    const char* limits = std::getenv("LADDER_DEVICE_LIMITS");
+    return capped(query(), limits ? limits : "");
+  }();
   return info;
 }
 

@@ -20,8 +20,17 @@ struct DeviceInfo {
   int driver_version = 0, runtime_version = 0;
 };
 
-// Device 0, queried on first use.
+// Device 0, queried on first use, with the limits of LADDER_DEVICE_LIMITS applied (capped()).
 const DeviceInfo& device();
+
+// The limits another GPU would give a launcher, for emulating it on this one:
+// LADDER_DEVICE_LIMITS = sm75 (a T4: 64 KiB of shared memory per block), sm80 (an A100:
+// 163 KiB), sm86, sm89, sm120 (RTX 30, 40, 50: 99 KiB), or empty for none. The cap lowers the
+// shared memory a block may ask for (and per SM) and reports that compute capability, so a
+// launcher picks what that GPU would get and the sm_90a paths say they cannot run; it never
+// raises a limit. It does not make this GPU that one: the machine code, the occupancy and the
+// L2 stay this GPU's. Throws std::invalid_argument naming the caps for an unknown one.
+DeviceInfo capped(DeviceInfo d, const std::string& limits);
 
 // The H200's shared memory per block (227 KiB, opt-in): what the CPU-side tile models
 // use on a machine without a GPU, so that they print the tiles the ladder is measured with.

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -491,4 +492,28 @@ TEST(CpuVariant, TheContractSaysWhatAVariantLacks) {
   EXPECT_TRUE((ForwardKeys<contract::Forward, contract::Cfg, contract::Params>::value));
   EXPECT_FALSE((ForwardKeys<contract::Backward, contract::Cfg, contract::Params>::value));
   EXPECT_TRUE((ladder::variant::Backward<contract::Backward, contract::Cfg, contract::Params>::ok));
+}
+
+// LADDER_DEVICE_LIMITS: another GPU's limits on this one, only ever lower.
+TEST(CpuDevice, CapsGiveAnotherGpusLimitsAndNeverRaiseThem) {
+  ladder::DeviceInfo h200;
+  h200.available = true, h200.name = "NVIDIA H200", h200.cc_major = 9, h200.cc_minor = 0;
+  h200.smem_per_block_optin = ladder::kH200SmemPerBlock, h200.smem_per_sm = 233472;
+  const ladder::DeviceInfo rtx = ladder::capped(h200, "sm86");
+  EXPECT_EQ(rtx.smem_per_block_optin, 99u * 1024);
+  EXPECT_EQ(rtx.cc_major * 10 + rtx.cc_minor, 86);
+  EXPECT_NE(rtx.name.find("LADDER_DEVICE_LIMITS=sm86"), std::string::npos) << rtx.name;
+  EXPECT_EQ(ladder::capped(h200, "sm80").smem_per_block_optin, 163u * 1024);
+  EXPECT_EQ(ladder::capped(h200, "sm75").smem_per_block_optin, 64u * 1024);
+  EXPECT_EQ(ladder::capped(h200, "").smem_per_block_optin, ladder::kH200SmemPerBlock);
+  ladder::DeviceInfo t4 = ladder::capped(h200, "sm75");
+  EXPECT_EQ(ladder::capped(t4, "sm80").smem_per_block_optin, 64u * 1024);  // never raised
+  EXPECT_EQ(ladder::capped(t4, "sm80").cc_major * 10 + ladder::capped(t4, "sm80").cc_minor, 75);
+  EXPECT_FALSE(ladder::capped(ladder::DeviceInfo{}, "sm86").available);  // no GPU stays no GPU
+  try {
+    ladder::capped(h200, "rtx4090");
+    FAIL() << "an unknown cap was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("sm86"), std::string::npos) << e.what();
+  }
 }
