@@ -47,17 +47,19 @@ void expect_correct(const Variant& v, const AttentionShape& s, std::uint64_t see
   const std::string what = v.str() + ", " + dev.s.str();
   const auto ref = ladder::attention_forward_reference(dev.s, p.Q.data(), p.K.data(), p.V.data(), m);
   dev.forward();
-  EXPECT_TRUE(ladder::matches(dev.O_host(), ref.O, ladder::kBf16Attention)) << "O, " << what;
+  const std::vector<float> O = dev.O_host();
+  EXPECT_TRUE(ladder::matches(O, ref.O, ladder::kBf16Attention)) << "O, " << what;
   const ladder::Comparison L = ladder::compare_lse(dev.L_host(), ref.L);
   EXPECT_TRUE(L.within(ladder::kLse)) << "L, " << what << ": " << L.str();
   const auto grads = ladder::attention_backward_reference(dev.s, p.Q.data(), p.K.data(), p.V.data(), p.dO.data(), m);
   dev.backward();
-  EXPECT_TRUE(ladder::matches(dev.dQ_host(), grads.dQ, ladder::kBf16AttentionGrad)) << "dQ, " << what;
-  EXPECT_TRUE(ladder::matches(dev.dK_host(), grads.dK, ladder::kBf16AttentionGrad)) << "dK, " << what;
-  EXPECT_TRUE(ladder::matches(dev.dV_host(), grads.dV, ladder::kBf16AttentionGrad)) << "dV, " << what;
+  const std::vector<float> dQ = dev.dQ_host(), dK = dev.dK_host(), dV = dev.dV_host();
+  EXPECT_TRUE(ladder::matches(dQ, grads.dQ, ladder::kBf16AttentionGrad)) << "dQ, " << what;
+  EXPECT_TRUE(ladder::matches(dK, grads.dK, ladder::kBf16AttentionGrad)) << "dK, " << what;
+  EXPECT_TRUE(ladder::matches(dV, grads.dV, ladder::kBf16AttentionGrad)) << "dV, " << what;
   if (!report) return;
-  const ladder::Comparison c[] = {ladder::compare(dev.O_host(), ref.O), L, ladder::compare(dev.dQ_host(), grads.dQ),
-                                  ladder::compare(dev.dK_host(), grads.dK), ladder::compare(dev.dV_host(), grads.dV)};
+  const ladder::Comparison c[] = {ladder::compare(O, ref.O), L, ladder::compare(dQ, grads.dQ),
+                                  ladder::compare(dK, grads.dK), ladder::compare(dV, grads.dV)};
   std::printf("%s: rel_l2 O %.2e, L %.2e, dQ %.2e, dK %.2e, dV %.2e; non-finite %zu\n", what.c_str(), c[0].rel_l2,
               c[1].rel_l2, c[2].rel_l2, c[3].rel_l2, c[4].rel_l2,
               c[0].nonfinite + c[1].nonfinite + c[2].nonfinite + c[3].nonfinite + c[4].nonfinite);

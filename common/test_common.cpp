@@ -436,7 +436,7 @@ TEST(CpuNpy, HeaderIsAlignedAndDataFollows) {
 namespace contract {
 struct Params {};
 struct Cfg {};
-struct Backward {
+struct WithoutVisible {  // everything a backward variant gives but visible()
   static constexpr bool kScoreMod = false;
   struct Queries {
     int visits;
@@ -451,19 +451,9 @@ struct Backward {
   bool masked(const Queries&, int, int, int, const Params&) const {
     return false;
   }
-  bool visible(int, int, int, const Params&) const { return true; }
 };
-struct WithoutVisible {
-  static constexpr bool kScoreMod = false;
-  using Queries = Backward::Queries;
-  template <class C>
-  Queries queries(int, int, const Params&) const {
-    return {};
-  }
-  template <class C>
-  bool masked(const Queries&, int, int, int, const Params&) const {
-    return false;
-  }
+struct Backward : WithoutVisible {
+  bool visible(int, int, int, const Params&) const { return true; }
 };
 struct ModifiesWithoutGradient : Backward {
   static constexpr bool kScoreMod = true;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stop's last check on a lent GPU, in the little device time left: chapters 12, 14 and 15's
+# A short check on a GPU: chapters 12, 14 and 15's
 # GPU tests in small mode (LADDER_SMALL=1, the sanitizer sizes) on the last commit's build.
 set -u
 O=$1; R=$O/r; mkdir -p $R

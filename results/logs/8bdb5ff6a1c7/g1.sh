@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 60's checks: build 10, 12, 14, 15, 16; chapter 15's GPU tests and sanitizers (the block masks
+# Correctness checks: build 10, 12, 14, 15, 16; chapter 15's GPU tests and sanitizers (the block masks
 # shared over one extent); chapter 16's gtest and pytest, flash-attention's accuracy matrix among them.
 set -u
 export LADDER_COMMIT=${LADDER_COMMIT:?}

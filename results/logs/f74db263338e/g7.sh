@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The stop's last commit on the lent GPU: the whole build, the GPU CTest entries of 09-16 (16's
+# This commit on a GPU: the whole build, the GPU CTest entries of 09-16 (16's
 # pytest with the accuracy matrix included; 13 left out for time) (the host kit,
 # the namespaces, the variant contract and the row math moved around the kernels; their SASS is
 # identical, so this checks the host side and the launches).
