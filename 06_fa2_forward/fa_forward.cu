@@ -19,12 +19,12 @@ using namespace fa_tiles;
 constexpr int kThreads = 256;
 constexpr const char* kWho = "fa2::forward";
 
-template <int d>
-__global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
+template <int d, class Tile>
+__global__ void __launch_bounds__(kThreads, Tile::kBlocks)
     forward_kernel(const float* Q, const float* K, const float* V, float* O, float* L, int N, float scale,
                    bool causal) {
-  constexpr int B_r = Config<d>::B_r, B_c = Config<d>::B_c, R = B_r, C = B_c;  // multiples of the micro-tiles
-  constexpr int TM = ForwardMicro<d>::TM, TN = ForwardMicro<d>::TN, G = ForwardMicro<d>::G;
+  constexpr int B_r = Tile::B_r, B_c = Tile::B_c, R = B_r, C = B_c;  // multiples of the micro-tiles
+  constexpr int TM = ForwardMicro<d, R, C>::TM, TN = ForwardMicro<d, R, C>::TN, G = ForwardMicro<d>::G;
   constexpr int RS = R / TM, CS = C / TN, XS = d / 4 / G;
   static_assert(RS * CS == kThreads && RS * XS == kThreads, "one S and one O micro-tile per thread");
 
@@ -110,13 +110,13 @@ __global__ void __launch_bounds__(kThreads, Config<d>::kBlocks)
   }
 }
 
-template <int d>
+template <int d, class Tile>
 void launch(const ladder::AttentionShape& s, const Tiles& tl, const float* Q, const float* K, const float* V, float* O,
             float* L, cudaStream_t stream) {
-  ladder::allow_dynamic_smem(forward_kernel<d>, tl.smem_bytes, kWho);
+  ladder::allow_dynamic_smem(forward_kernel<d, Tile>, tl.smem_bytes, kWho);
   ladder::check_grid(kWho, tl.T_r, s.heads());
   const dim3 grid(static_cast<unsigned>(tl.T_r), static_cast<unsigned>(s.heads()));
-  forward_kernel<d><<<grid, kThreads, tl.smem_bytes, stream>>>(Q, K, V, O, L, s.N, s.scale(), s.causal);
+  forward_kernel<d, Tile><<<grid, kThreads, tl.smem_bytes, stream>>>(Q, K, V, O, L, s.N, s.scale(), s.causal);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -126,8 +126,19 @@ void forward(const ladder::AttentionShape& s, const float* Q, const float* K, co
              cudaStream_t stream) {
   ladder::validate(s, kSupportedD);
   ladder::check_pointers(kWho, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, 4}}, 16);
-  const Tiles tl = tiles(s, ladder::device().smem_per_block_optin);
-  ladder::dispatch_d<32, 64, 128>(s.d, [&](auto D) { launch<D>(s, tl, Q, K, V, O, L, stream); });
+  // The first tiles that fit this GPU (fa_forward.h); said once when they are not Config<d>.
+  const std::size_t limit = ladder::smem_per_block_for_models();
+  const Tiles tl = tiles(s, limit);
+  if (tl.index != 0)
+    ladder::say_once(ladder::fallback_line(std::string(kWho) + " (d = " + std::to_string(s.d) + ")", tile_options(s.d),
+                                           0, tl.index, limit));
+  if (s.d == 32) return launch<32, Config<32>>(s, tl, Q, K, V, O, L, stream);
+  if (s.d == 64 && tl.index == 0) return launch<64, Config<64>>(s, tl, Q, K, V, O, L, stream);
+  if (s.d == 64 && tl.index == 1) return launch<64, HalfKeys64>(s, tl, Q, K, V, O, L, stream);
+  if (s.d == 64) return launch<64, Quarter64>(s, tl, Q, K, V, O, L, stream);
+  if (tl.index == 0) return launch<128, Config<128>>(s, tl, Q, K, V, O, L, stream);
+  if (tl.index == 1) return launch<128, HalfKeys128>(s, tl, Q, K, V, O, L, stream);
+  launch<128, Quarter128>(s, tl, Q, K, V, O, L, stream);
 }
 
 }  // namespace fa2

@@ -4,6 +4,7 @@
 #include "attention_inputs.h"
 #include "device_buffer.h"
 #include "fa_forward.h"
+#include "fit.h"
 #include "gtest_helpers.h"
 #include "reference_attention.h"
 #include "tile_model.h"
@@ -23,6 +24,36 @@ TEST(CpuFa2, TilesCoverTheSequence) {
       EXPECT_GE(t.T_c * t.B_c, N);
       EXPECT_LT((t.T_c - 1) * t.B_c, N);
     }
+}
+
+// Other GPUs' limits: the README's tiles on an H200 (and an A100 up to d = 64, half the keys
+// per step at d = 128); on a 4090 half the keys per step at d = 64 and a quarter of the tile
+// at d = 128; on a T4 a quarter at d = 64, and d = 128 refused, naming what each tile needs.
+TEST(CpuFa2, EachGpuGetsTheFirstTilesThatFit) {
+  auto tiles_on = [](int d, const std::string& cap) {
+    const fa2::Tiles t = fa2::tiles({1, 1, 1000, d, false}, ladder::limits_of(cap).smem_per_block_optin);
+    EXPECT_LE(t.smem_bytes, ladder::limits_of(cap).smem_per_block_optin) << cap << " d=" << d;
+    return std::to_string(t.B_r) + "x" + std::to_string(t.B_c);
+  };
+  for (const std::string cap : {"", "sm80"}) {
+    EXPECT_EQ(tiles_on(32, cap), "128x32");
+    EXPECT_EQ(tiles_on(64, cap), "128x64");
+  }
+  EXPECT_EQ(tiles_on(128, ""), "128x64");
+  EXPECT_EQ(tiles_on(128, "sm80"), "128x32");
+  for (const std::string cap : {"sm86", "sm89", "sm120"}) {
+    EXPECT_EQ(tiles_on(32, cap), "128x32");
+    EXPECT_EQ(tiles_on(64, cap), "128x32");
+    EXPECT_EQ(tiles_on(128, cap), "64x32");
+  }
+  EXPECT_EQ(tiles_on(32, "sm75"), "128x32");
+  EXPECT_EQ(tiles_on(64, "sm75"), "64x32");
+  try {
+    fa2::tiles({1, 1, 1000, 128, false}, ladder::limits_of("sm75").smem_per_block_optin);
+    FAIL() << "d = 128 accepted on a T4's 64 KiB";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("64 x 32 needs 75.2 KiB"), std::string::npos) << e.what();
+  }
 }
 
 TEST(CpuFa2, UnsupportedShapesAreRejectedBeforeAnyLaunch) {

@@ -43,8 +43,8 @@ TEST(CpuFa2LoopTrace, SharedMemoryPartsAddUpToTheKernelsRequest) {
     EXPECT_EQ(4 * std::size_t(floats), t.smem_bytes) << "d=" << d;
   }
   // The numbers the README's "Other GPUs" quotes.
-  EXPECT_EQ(fa2::tiles({1, 1, 1, 64, false}, 0).smem_bytes, std::size_t(102.5 * 1024));
-  EXPECT_EQ(fa2::tiles({1, 1, 1, 128, false}, 0).smem_bytes, std::size_t(166.5 * 1024));
+  EXPECT_EQ(fa2::tiles({1, 1, 1, 64, false}, ladder::kH200SmemPerBlock).smem_bytes, std::size_t(102.5 * 1024));
+  EXPECT_EQ(fa2::tiles({1, 1, 1, 128, false}, ladder::kH200SmemPerBlock).smem_bytes, std::size_t(166.5 * 1024));
 }
 
 // Why d > 128 is refused (README): at d = 256 the same tiles would need more shared memory

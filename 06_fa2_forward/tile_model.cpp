@@ -24,18 +24,45 @@ Mat rows_of(const float* X, const ladder::AttentionShape& s, long head, int row0
 double exp_shifted(double x, double m) { return m == -kInf ? 0.0 : std::exp(x - m); }
 }  // namespace
 
-Tiles tiles(const ladder::AttentionShape& s, std::size_t /*smem_per_block*/) {
-  ladder::validate(s, kSupportedD);
-  Tiles t{};
-  switch (s.d) {
-    case 32: t.B_r = Config<32>::B_r, t.B_c = Config<32>::B_c; break;
-    case 64: t.B_r = Config<64>::B_r, t.B_c = Config<64>::B_c; break;
-    case 128: t.B_r = Config<128>::B_r, t.B_c = Config<128>::B_c; break;
-    default: throw std::logic_error("fa2::tiles: no Config for d=" + std::to_string(s.d));
+namespace {
+struct TileShape {
+  int B_r, B_c;
+};
+template <class C>
+constexpr TileShape shape_of() {
+  return {C::B_r, C::B_c};
+}
+// d's tiles in the order they are tried; fa_forward.cu launches the same list, by index.
+std::vector<TileShape> shapes(int d) {
+  switch (d) {
+    case 32: return {shape_of<Config<32>>()};
+    case 64: return {shape_of<Config<64>>(), shape_of<HalfKeys64>(), shape_of<Quarter64>()};
+    case 128: return {shape_of<Config<128>>(), shape_of<HalfKeys128>(), shape_of<Quarter128>()};
+    default: throw std::logic_error("fa2::tiles: no tiles for d=" + std::to_string(d));
   }
+}
+}  // namespace
+
+std::vector<ladder::Candidate> tile_options(int d) {
+  std::vector<ladder::Candidate> out;
+  for (const TileShape& t : shapes(d))
+    out.push_back({std::to_string(t.B_r) + " x " + std::to_string(t.B_c), smem_bytes(d, t.B_r, t.B_c)});
+  return out;
+}
+
+Tiles tiles(const ladder::AttentionShape& s, std::size_t smem_per_block) {
+  ladder::validate(s, kSupportedD);
+  const std::vector<ladder::Candidate> options = tile_options(s.d);
+  const ladder::Fit fit = ladder::first_that_fits(options, smem_per_block);
+  if (fit.index < 0)
+    throw std::invalid_argument(
+        ladder::none_fits("fa2::forward (d = " + std::to_string(s.d) + ")", options, smem_per_block));
+  Tiles t{};
+  t.B_r = shapes(s.d)[fit.index].B_r, t.B_c = shapes(s.d)[fit.index].B_c;
+  t.index = fit.index;
   t.T_r = (s.N + t.B_r - 1) / t.B_r;
   t.T_c = (s.N + t.B_c - 1) / t.B_c;
-  t.smem_bytes = smem_bytes(s.d, t.B_r, t.B_c);  // the launcher refuses a GPU with less
+  t.smem_bytes = options[fit.index].smem_bytes;
   return t;
 }
 

@@ -13,13 +13,16 @@
 //                       P and dS per K_j tile, dQ_i += scale dS K_j in registers
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "attention_tiles.cuh"
 #include "cuda_check.h"
 #include "dispatch.h"
 #include "fa_backward.h"
+#include "fit.h"
 #include "launch.h"
 #include "numeric.h"
 
@@ -38,14 +41,23 @@ using ladder::kLog2e;
 // barrier waits are hidden by the other); with d = 128, one 256-thread block.
 // Measured on the H200 (results/07_fa_backward): 34-37 TFLOP/s dense at N = 4096,
 // 1.75-2.2x the forward's time.
-template <int d>
+// A GPU with less shared memory per block runs smaller tiles of the same kernels (the
+// launcher picks the first that fits: backward_tiles()).
+template <int d_, int B_r_ = 64, int B_c_ = 64, int kThreads_ = (d_ == 128 ? 256 : 128),
+          int kMinBlocks_ = (d_ == 128 ? 1 : 2)>
 struct BackwardConfig {
-  static constexpr int B_r = 64, B_c = 64;
-  static constexpr int kThreads = d == 128 ? 256 : 128;
-  static constexpr int kMinBlocks = d == 128 ? 1 : 2;
+  static constexpr int d = d_, B_r = B_r_, B_c = B_c_;
+  static constexpr int kThreads = kThreads_;
+  static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr int ld = d + kPad;      // row stride of Q_i, dO_i, K_j, V_j in shared memory
   static constexpr int ld_s = B_c + kPad;  // row stride of P_ij, dS_ij
 };
+// Half the keys per block (an RTX 30/40/50's 99 KiB at d <= 64, an A100's 163 KiB at d = 128),
+// then half the rows and a quarter of the threads at d = 128 (99 KiB): each still gives every
+// thread whole 4 x 4 micro-tiles of float4 columns (common/attention_tiles.cuh's WarpGrid).
+template <int d>
+using HalfKeys = BackwardConfig<d, 64, 32, 128, 2>;
+using Quarter128 = BackwardConfig<128, 32, 32, 64, 2>;
 
 __device__ __forceinline__ void atomic_add4(float* dst, float4 v) {
 #if __CUDA_ARCH__ >= 900
@@ -101,12 +113,12 @@ __device__ __forceinline__ void add_A_B(float (&acc)[T::TM][T::TN], const float*
 // forward's softmax exactly. Entries past N, and keys after the query when causal,
 // get P = dS = 0 and so add nothing to any product below. Results go to shared
 // memory (P_ij only if kStoreP) because the next products read them transposed.
-template <int d, bool kStoreP>
+template <class Cfg, bool kStoreP>
 __device__ __forceinline__ void recompute_P_and_dS(const float* Q_i, const float* K_j, const float* dO_i,
                                                    const float* V_j, const float* L_i, const float* D_i, float* P_ij,
                                                    float* dS_ij, int i0, int j0, int N, bool causal,
                                                    float scale_log2e) {
-  using Cfg = BackwardConfig<d>;
+  constexpr int d = Cfg::d;
   using Grid = WarpGrid<Cfg::B_r, Cfg::B_c, Cfg::kThreads>;
   const auto tile = Grid::tile();
   float S[Grid::TM][Grid::TN] = {}, dP[Grid::TM][Grid::TN] = {};
@@ -144,24 +156,22 @@ __global__ void preprocess_kernel(const float* O, const float* dO, float* D, flo
   if (lane == 0) D[row] = sum;
 }
 
-template <int d>
+template <class Cfg>
 constexpr int dk_dv_smem_bytes() {  // K_j, V_j, Q_i, dO_i, P_ij, dS_ij, L_i, D_i
-  using Cfg = BackwardConfig<d>;
   return 4 * ((2 * Cfg::B_c + 2 * Cfg::B_r) * Cfg::ld + 2 * Cfg::B_r * Cfg::ld_s + 2 * Cfg::B_r);
 }
-template <int d>
+template <class Cfg>
 constexpr int dq_smem_bytes() {  // Q_i, dO_i, two K_j, V_j, dS_ij, L_i, D_i
-  using Cfg = BackwardConfig<d>;
   return 4 * ((2 * Cfg::B_r + 3 * Cfg::B_c) * Cfg::ld + Cfg::B_r * Cfg::ld_s + 2 * Cfg::B_r);
 }
 
 // Grid: (B*H, T_c). Heads vary fastest, so the first blocks to run are every head's
 // tile j = 0, which under a causal mask has the most Q tiles to visit.
-template <int d, bool kAtomicDq, bool kTwoLevel>
-__global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>::kMinBlocks)
+template <class Cfg, bool kAtomicDq, bool kTwoLevel>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     dk_dv_kernel(const float* Q, const float* K, const float* V, const float* dO, const float* L, const float* D,
                  float* dQ, float* dK, float* dV, int N, bool causal, float scale, float scale_log2e) {
-  using Cfg = BackwardConfig<d>;
+  constexpr int d = Cfg::d;
   constexpr int B_r = Cfg::B_r, B_c = Cfg::B_c, ld = Cfg::ld, ld_s = Cfg::ld_s, kThreads = Cfg::kThreads;
   extern __shared__ float4 smem[];
   float* K_j = reinterpret_cast<float*>(smem);  // [B_c][ld], loaded once
@@ -206,7 +216,7 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
     const bool more = step + 1 < steps;
     const int next0 = more ? q_tile_row0(step + 1) : 0;
 
-    recompute_P_and_dS<d, true>(Q_i, K_j, dO_i, V_j, L_i, D_i, P_ij, dS_ij, i0, j0, N, causal, scale_log2e);
+    recompute_P_and_dS<Cfg, true>(Q_i, K_j, dO_i, V_j, L_i, D_i, P_ij, dS_ij, i0, j0, N, causal, scale_log2e);
     __syncthreads();
 
     add_At_B<B_r, kTwoLevel>(dV_j, P_ij, ld_s, dO_i, ld, kv);  // dV_j += P_ij^T dO_i
@@ -253,11 +263,11 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
 // The deterministic dQ: one block per (Q_i tile, head), looping over the K_j tiles
 // in order. Grid (B*H, T_r); the last Q tiles, which see the most keys when causal,
 // go first.
-template <int d, bool kTwoLevel>
-__global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>::kMinBlocks)
+template <class Cfg, bool kTwoLevel>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
     dq_kernel(const float* Q, const float* K, const float* V, const float* dO, const float* L, const float* D,
               float* dQ, int N, bool causal, float scale, float scale_log2e) {
-  using Cfg = BackwardConfig<d>;
+  constexpr int d = Cfg::d;
   constexpr int B_r = Cfg::B_r, B_c = Cfg::B_c, ld = Cfg::ld, ld_s = Cfg::ld_s, kThreads = Cfg::kThreads;
   extern __shared__ float4 smem[];
   float* Q_i = reinterpret_cast<float*>(smem);  // [B_r][ld], loaded once
@@ -295,7 +305,7 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
     // The other buffer was last read in step j - 1, which ended with a barrier.
     if (more) load_rows_async<B_c, d, kThreads>(K_buf + ((j + 1) % 2) * B_c * ld, K, (j + 1) * B_c, N);
 
-    recompute_P_and_dS<d, false>(Q_i, K_j, dO_i, V_j, L_i, D_i, nullptr, dS_ij, i0, j * B_c, N, causal, scale_log2e);
+    recompute_P_and_dS<Cfg, false>(Q_i, K_j, dO_i, V_j, L_i, D_i, nullptr, dS_ij, i0, j * B_c, N, causal, scale_log2e);
     __syncthreads();
     if (more) load_rows_async<B_c, d, kThreads>(V_j, V, (j + 1) * B_c, N);  // V_j's last reader was dP
 
@@ -308,40 +318,85 @@ __global__ void __launch_bounds__(BackwardConfig<d>::kThreads, BackwardConfig<d>
                   [&](int r, int c, float4 v) { sts4(dQ + std::size_t(i0 + r) * d + c, scaled(scale, v)); });
 }
 
-template <int d, bool kTwoLevel>
+template <class Cfg, bool kTwoLevel>
 void launch(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
             const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path,
             cudaStream_t stream) {
-  using Cfg = BackwardConfig<d>;
+  constexpr int d = Cfg::d;
   const auto heads = static_cast<unsigned>(s.heads());
   const float scale = s.scale(), scale_log2e = scale * kLog2e;
   const bool atomic = path == DqPath::Atomic;
-  const auto dk_dv = atomic ? dk_dv_kernel<d, true, kTwoLevel> : dk_dv_kernel<d, false, kTwoLevel>;
-  ladder::allow_dynamic_smem(dk_dv, dk_dv_smem_bytes<d>(), "fa2::backward dk_dv_kernel", true);
-  if (!atomic) ladder::allow_dynamic_smem(dq_kernel<d, kTwoLevel>, dq_smem_bytes<d>(), "fa2::backward dq_kernel", true);
+  const auto dk_dv = atomic ? dk_dv_kernel<Cfg, true, kTwoLevel> : dk_dv_kernel<Cfg, false, kTwoLevel>;
+  ladder::allow_dynamic_smem(dk_dv, dk_dv_smem_bytes<Cfg>(), "fa2::backward dk_dv_kernel", true);
+  if (!atomic)
+    ladder::allow_dynamic_smem(dq_kernel<Cfg, kTwoLevel>, dq_smem_bytes<Cfg>(), "fa2::backward dq_kernel", true);
 
   constexpr unsigned kRowsPerBlock = 8;  // one warp per row
   preprocess_kernel<<<static_cast<unsigned>((s.rows() + kRowsPerBlock - 1) / kRowsPerBlock), 32 * kRowsPerBlock, 0,
                       stream>>>(O, dO, D, atomic ? dQ : nullptr, s.rows(), d);
   CUDA_CHECK_LAUNCH();
-  dk_dv<<<dim3(heads, ceil_div(s.N, Cfg::B_c)), Cfg::kThreads, dk_dv_smem_bytes<d>(), stream>>>(
+  dk_dv<<<dim3(heads, ceil_div(s.N, Cfg::B_c)), Cfg::kThreads, dk_dv_smem_bytes<Cfg>(), stream>>>(
       Q, K, V, dO, L, D, dQ, dK, dV, s.N, s.causal, scale, scale_log2e);
   CUDA_CHECK_LAUNCH();
   if (atomic) return;
-  dq_kernel<d, kTwoLevel><<<dim3(heads, ceil_div(s.N, Cfg::B_r)), Cfg::kThreads, dq_smem_bytes<d>(), stream>>>(
+  dq_kernel<Cfg, kTwoLevel><<<dim3(heads, ceil_div(s.N, Cfg::B_r)), Cfg::kThreads, dq_smem_bytes<Cfg>(), stream>>>(
       Q, K, V, dO, L, D, dQ, s.N, s.causal, scale, scale_log2e);
   CUDA_CHECK_LAUNCH();
 }
 
-template <int d>
-void launch(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
-            const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path, Summation sum,
-            cudaStream_t stream) {
-  if (sum == Summation::TwoLevel) return launch<d, true>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
-  return launch<d, false>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
+// d's tiles in the order they are tried (BackwardConfig<d>, then the smaller ones), each
+// handed to f as a value of its type.
+template <class F>
+void for_each_tiles(int d, F&& f) {
+  if (d == 32) {
+    f(BackwardConfig<32>{});
+  } else if (d == 64) {
+    f(BackwardConfig<64>{});
+    f(HalfKeys<64>{});
+  } else {
+    f(BackwardConfig<128>{});
+    f(HalfKeys<128>{});
+    f(Quarter128{});
+  }
+}
+
+// What a configuration needs: the larger of its two kernels' shared memory (the
+// deterministic path runs both), so both paths run the same tiles on a GPU.
+std::vector<ladder::Candidate> backward_tile_options(int d) {
+  std::vector<ladder::Candidate> out;
+  for_each_tiles(d, [&](auto c) {
+    using Cfg = decltype(c);
+    out.push_back({std::to_string(Cfg::B_r) + " x " + std::to_string(Cfg::B_c) + ", " + std::to_string(Cfg::kThreads) +
+                       " threads",
+                   static_cast<std::size_t>(std::max(dk_dv_smem_bytes<Cfg>(), dq_smem_bytes<Cfg>()))});
+  });
+  return out;
 }
 
 }  // namespace
+
+BackwardTiles backward_tiles(const ladder::AttentionShape& s, std::size_t smem_per_block) {
+  ladder::validate(s, kSupportedD);
+  const std::vector<ladder::Candidate> options = backward_tile_options(s.d);
+  const ladder::Fit fit = ladder::first_that_fits(options, smem_per_block);
+  if (fit.index < 0)
+    throw std::invalid_argument(
+        ladder::none_fits(std::string(kWho) + " (d = " + std::to_string(s.d) + ")", options, smem_per_block));
+  BackwardTiles t{};
+  int k = 0;
+  for_each_tiles(s.d, [&](auto c) {
+    using Cfg = decltype(c);
+    if (k++ == fit.index)
+      t = {Cfg::B_r,
+           Cfg::B_c,
+           ceil_div(s.N, Cfg::B_r),
+           ceil_div(s.N, Cfg::B_c),
+           Cfg::kThreads,
+           options[fit.index].smem_bytes,
+           fit.index};
+  });
+  return t;
+}
 
 const char* name(Summation s) { return s == Summation::TwoLevel ? "two_level" : "running"; }
 
@@ -353,23 +408,13 @@ const char* name(DqPath p) {
   return "?";
 }
 
-template <int d>
-BackwardTiles tiles_for(const ladder::AttentionShape& s) {
-  using Cfg = BackwardConfig<d>;
-  return {Cfg::B_r, Cfg::B_c, ceil_div(s.N, Cfg::B_r), ceil_div(s.N, Cfg::B_c), Cfg::kThreads};
-}
-
-BackwardTiles backward_tiles(const ladder::AttentionShape& s) {
-  ladder::validate(s, kSupportedD);
-  return ladder::dispatch_d<32, 64, 128>(s.d, [&](auto D) { return tiles_for<D>(s); });
-}
-
 void backward(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
               const float* L, const float* dO, float* dQ, float* dK, float* dV, float* D, DqPath path, Summation sum,
               cudaStream_t stream) {
-  const BackwardTiles t = backward_tiles(s);      // validates the shape
-  ladder::check_grid(kWho, s.heads(), t.T_c, 1);  // dk_dv_kernel's grid
-  ladder::check_grid(kWho, s.heads(), t.T_r, 1);  // dq_kernel's
+  const std::size_t limit = ladder::smem_per_block_for_models();
+  const BackwardTiles t = backward_tiles(s, limit);  // validates the shape
+  ladder::check_grid(kWho, s.heads(), t.T_c, 1);     // dk_dv_kernel's grid
+  ladder::check_grid(kWho, s.heads(), t.T_r, 1);     // dq_kernel's
   // float4 loads and 16-byte atomics: every [B, H, N, d] tensor 16-byte aligned.
   ladder::check_pointers(kWho,
                          {{"Q", Q},
@@ -383,8 +428,17 @@ void backward(const ladder::AttentionShape& s, const float* Q, const float* K, c
                           {"L", L, 4},
                           {"D", D, 4}},
                          16);
-  ladder::dispatch_d<32, 64, 128>(s.d,
-                                  [&](auto kD) { launch<kD>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, sum, stream); });
+  // The first tiles that fit this GPU; said once when they are not BackwardConfig<d>.
+  if (t.index != 0)
+    ladder::say_once(ladder::fallback_line(std::string(kWho) + " (d = " + std::to_string(s.d) + ")",
+                                           backward_tile_options(s.d), 0, t.index, limit));
+  int k = 0;
+  for_each_tiles(s.d, [&](auto c) {
+    using Cfg = decltype(c);
+    if (k++ != t.index) return;
+    if (sum == Summation::TwoLevel) return launch<Cfg, true>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
+    launch<Cfg, false>(s, Q, K, V, O, L, dO, dQ, dK, dV, D, path, stream);
+  });
 }
 
 }  // namespace fa2

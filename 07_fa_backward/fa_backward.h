@@ -3,8 +3,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
+
 #include "06_fa2_forward/fa_forward.h"
 #include "attention_shape.h"
+#include "device.h"
 
 namespace fa2 {
 
@@ -33,10 +36,16 @@ const char* name(Summation s);  // "two_level", "running"
 
 // The backward's tile sizes: B_c keys per thread block (the grid is T_c x B*H),
 // B_r query rows per step of its loop; T_r = ceil(N / B_r), T_c = ceil(N / B_c).
+// The first tiles of d's list that fit smem_per_block bytes (the device's, or the H200's
+// without a GPU): the measured ones (B_r = B_c = 64), then smaller ones for GPUs with less
+// shared memory. Throws std::invalid_argument, naming what each needs, when none fits.
 struct BackwardTiles {
   int B_r, B_c, T_r, T_c, threads;
+  std::size_t smem_bytes;  // the more of the dK/dV and the dQ kernels' shared memory
+  int index;               // 0: the measured tiles
 };
-BackwardTiles backward_tiles(const ladder::AttentionShape& s);
+BackwardTiles backward_tiles(const ladder::AttentionShape& s,
+                             std::size_t smem_per_block = ladder::smem_per_block_for_models());
 
 // Given the forward's O and L = m + log(l) ([B, H, N]) and the upstream gradient dO,
 // writes dQ, dK, dV ([B, H, N, d]) and D_i = rowsum(dO_i * O_i) into the workspace D

@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "fit.h"
 #include "gtest_helpers.h"
 #include "loop_trace.h"
 
@@ -49,6 +50,32 @@ TEST(CpuFaBackwardLoopTrace, SharedMemoryMatchesTheReadme) {
     long floats = 0;
     for (const fa1::SmemPart& p : fa2::dq_smem_parts(d, fa2::backward_tiles({1, 1, 64, d, false}))) floats += p.floats;
     EXPECT_EQ(4.0 * floats, kib * 1024) << "d=" << d;
+  }
+}
+
+// Other GPUs' limits: the measured tiles on an H200; the first smaller ones that fit on an
+// A100 (d = 128) and an RTX 30/40/50, each within the limit by the kernels' own formulas
+// (the parts above, which add up to what the launcher asks for).
+TEST(CpuFaBackwardLoopTrace, EachGpuGetsTheFirstTilesThatFit) {
+  auto tiles_on = [](int d, const std::string& cap) {
+    const std::size_t limit = ladder::limits_of(cap).smem_per_block_optin;
+    const fa2::BackwardTiles t = fa2::backward_tiles({1, 1, 1000, d, false}, limit);
+    long dk_dv = 0, dq = 0;
+    for (const fa1::SmemPart& p : fa2::backward_smem_parts(d, t)) dk_dv += p.floats;
+    for (const fa1::SmemPart& p : fa2::dq_smem_parts(d, t)) dq += p.floats;
+    EXPECT_EQ(4 * std::size_t(std::max(dk_dv, dq)), t.smem_bytes) << cap << " d=" << d;
+    EXPECT_LE(t.smem_bytes, limit) << cap << " d=" << d;
+    return std::to_string(t.B_r) + "x" + std::to_string(t.B_c) + "/" + std::to_string(t.threads);
+  };
+  EXPECT_EQ(tiles_on(32, ""), "64x64/128");
+  EXPECT_EQ(tiles_on(64, ""), "64x64/128");
+  EXPECT_EQ(tiles_on(128, ""), "64x64/256");
+  EXPECT_EQ(tiles_on(64, "sm80"), "64x64/128");
+  EXPECT_EQ(tiles_on(128, "sm80"), "64x32/128");
+  for (const std::string cap : {"sm86", "sm89", "sm120"}) {
+    EXPECT_EQ(tiles_on(32, cap), "64x64/128");
+    EXPECT_EQ(tiles_on(64, cap), "64x32/128");
+    EXPECT_EQ(tiles_on(128, cap), "32x32/64");
   }
 }
 

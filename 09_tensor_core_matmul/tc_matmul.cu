@@ -14,6 +14,7 @@
 
 #include "cuda_check.h"
 #include "device.h"
+#include "fit.h"
 #include "launch.h"
 #include "mma.cuh"
 #include "tc_common.cuh"
@@ -39,8 +40,9 @@ struct Cfg {
   static constexpr int kSmemBytes = kStages * kStageBytes;
   static_assert(WM % 16 == 0 && WN % 16 == 0, "ldmatrix.x4 loads B for two n8 tiles at a time");
 };
-using Steps1to3 = Cfg<128, 256, 2, 4, 1>;  // one stage: load, wait, compute
-using Step4 = Cfg<128, 256, 2, 4, 3>;      // three stages in flight
+using Steps1to3 = Cfg<128, 256, 2, 4, 1>;    // one stage: load, wait, compute
+using Step4 = Cfg<128, 256, 2, 4, 3>;        // three stages in flight
+using Step4Fits99 = Cfg<128, 256, 2, 4, 2>;  // two: what a GPU with 99 KiB per block runs
 
 // ---------------------------------------------------------------------------------------
 // 1. WMMA: the tensor core as a C++ API.
@@ -328,6 +330,13 @@ Tiling tiling_of(int stages_override = 0) {
           std::size_t(Cfg::kSmemBytes)};
 }
 
+// Step 4's tiles in the order they are tried, and the index this GPU runs (said once when
+// it is not the first; refused, naming what each needs, when none fits).
+std::vector<ladder::Candidate> pipeline_options() {
+  return {{"3 stages", std::size_t(Step4::kSmemBytes)}, {"2 stages", std::size_t(Step4Fits99::kSmemBytes)}};
+}
+int pipeline_fits() { return ladder::choose("mma_pipeline", pipeline_options()); }
+
 hopper::Kernel hopper_kernel(Variant v) {
   switch (v) {
     case Variant::WgmmaTma: return hopper::Kernel::Tma;
@@ -412,9 +421,14 @@ Tiling tiling(Variant v) {
     case Variant::Wmma:
     case Variant::MmaLdmatrix:
     case Variant::MmaSwizzle: return tiling_of<Steps1to3>();
-    case Variant::MmaPipeline: return tiling_of<Step4>();
+    case Variant::MmaPipeline: return pipeline_fits() == 0 ? tiling_of<Step4>() : tiling_of<Step4Fits99>();
     default: return hopper::tiling(hopper_kernel(v));
   }
+}
+
+int pipeline_stages(std::size_t smem_per_block) {
+  const int i = ladder::first_that_fits(pipeline_options(), smem_per_block).index;
+  return i == 0 ? Step4::kStages : i == 1 ? Step4Fits99::kStages : 0;
 }
 
 bool fast_path(int /*M*/, int /*N*/, int K, const void* A, const void* Bt) {
@@ -452,7 +466,9 @@ void matmul(Variant v, int M, int N, int K, const bf16* A, const bf16* Bt, float
     case Variant::MmaSwizzle:
       fast ? launch_single<Steps1to3, true, false>(p, stream) : launch_single<Steps1to3, true, true>(p, stream);
       break;
-    case Variant::MmaPipeline: launch_pipeline<Step4>(p, fast, stream); break;
+    case Variant::MmaPipeline:
+      pipeline_fits() == 0 ? launch_pipeline<Step4>(p, fast, stream) : launch_pipeline<Step4Fits99>(p, fast, stream);
+      break;
     default: hopper::launch(hopper_kernel(v), M, N, K, A, Bt, C, fast, hopper::Options{}, stream); break;
   }
   CUDA_CHECK_LAUNCH();

@@ -57,7 +57,12 @@ struct Tiling {
   int BM, BN, BK, threads, stages, cluster;
   std::size_t smem_bytes;
 };
+// The tiling this GPU runs (ladder::device(); the H200's without a GPU). Step 4 runs three
+// stages (144 KiB), or two (96 KiB) on a GPU with less shared memory per block (an RTX
+// 30/40/50), said once on stderr.
 Tiling tiling(Variant v);
+// Step 4's stages on a GPU that allows smem_per_block bytes per block: 3, 2, or 0 (none fits).
+int pipeline_stages(std::size_t smem_per_block);
 
 // Every step has one fast path and one guarded path, the same MMA code behind both.
 // Fast: 16-byte copies (cp.async, TMA) need every row of A and Bt to start on a 16-byte

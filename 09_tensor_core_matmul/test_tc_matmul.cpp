@@ -19,6 +19,7 @@
 #include "compare.h"
 #include "device.h"
 #include "device_buffer.h"
+#include "fit.h"
 #include "gtest_helpers.h"
 #include "random.h"
 #include "reference_matmul.h"
@@ -168,6 +169,17 @@ TEST(CpuFragments, WgmmaDescriptorFields) {
 }
 
 // ---- banks and the swizzle -----------------------------------------------------------
+// Step 4 on other GPUs: three stages (144 KiB) on an H200 and an A100; two (96 KiB) on an
+// RTX 30/40/50's 99 KiB; nothing on a T4's 64 KiB (which has no bf16 mma.sync anyway).
+TEST(CpuPipeline, EachGpuGetsTheDeepestPipelineThatFits) {
+  EXPECT_EQ(tcmm::pipeline_stages(ladder::limits_of("").smem_per_block_optin), 3);
+  EXPECT_EQ(tcmm::pipeline_stages(ladder::limits_of("sm80").smem_per_block_optin), 3);
+  for (const std::string cap : {"sm86", "sm89", "sm120"})
+    EXPECT_EQ(tcmm::pipeline_stages(ladder::limits_of(cap).smem_per_block_optin), 2) << cap;
+  EXPECT_EQ(tcmm::pipeline_stages(ladder::limits_of("sm75").smem_per_block_optin), 0);
+  EXPECT_EQ(tcmm::tiling(tcmm::Variant::MmaPipeline).stages, 3);  // the H200's, without a GPU
+}
+
 TEST(CpuSwizzle, SwizzledLayoutIsAPermutationOfEachRowAndEqualsTmas128B) {
   for (int row = 0; row < 256; ++row) {
     std::set<std::uint32_t> offsets;

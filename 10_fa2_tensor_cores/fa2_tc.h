@@ -12,6 +12,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -34,18 +35,29 @@ enum class Normalisation { FA2, FA1 };
 inline constexpr Normalisation kAllNormalisations[] = {Normalisation::FA2, Normalisation::FA1};
 const char* name(Normalisation n);  // "fa2norm", "fa1norm"
 
-// One compiled tile configuration. Index 0 of each list is the default; the others are
-// the tuning sweep the benchmark measures (register with their names).
+// One compiled tile configuration. Index 0 of each list is the configuration the README
+// measures; the others are the tuning sweep the benchmark measures (register with their names)
+// and what a GPU with less shared memory runs instead.
 struct TileConfig {
   std::string name;  // e.g. "w8_r16_c64_qreg"
   int B_r, B_c;      // query rows per block (forward) or per step (backward); keys per step / per block
   int warps;
+  std::size_t smem_bytes;  // dynamic shared memory per block
 };
 std::vector<TileConfig> forward_configs(int d);
 // Forward configurations only the benchmark runs (the default with one switch removed, to
 // measure what each buys). Their indices continue forward_configs(d)'s.
 std::vector<TileConfig> forward_ablations(int d);
 std::vector<TileConfig> backward_configs(int d);
+
+// config = kFits (the default): the first configuration, index 0 then the rest in the order
+// of the lists, whose shared memory fits this GPU (ladder::device(); a launch that falls back
+// says so once, on stderr). An index runs that configuration or is refused.
+inline constexpr int kFits = -1;
+// What kFits picks on a GPU that allows smem_per_block bytes per block; -1 when none fits.
+// Pure arithmetic: the CPU tests ask it for a 4090's, an A100's and an H200's limits.
+int forward_fit(int d, std::size_t smem_per_block);
+int backward_fit(int d, std::size_t smem_per_block);
 
 // Optional views into larger tensors (chapter 11 splits K/V along N_kv, chapter 13 passes
 // shards): elements between the starts of consecutive heads (head index b*H + h, or
@@ -57,7 +69,7 @@ struct Strides {
 
 struct ForwardOptions {
   Normalisation norm = Normalisation::FA2;
-  int config = 0;  // index into forward_configs(d), then forward_ablations(d)
+  int config = kFits;  // or an index into forward_configs(d), then forward_ablations(d)
   Strides strides = {};
 };
 
@@ -81,7 +93,7 @@ const char* name(DqPath p);  // "atomic", "deterministic"
 
 struct BackwardOptions {
   DqPath path = DqPath::Atomic;
-  int config = 0;  // index into backward_configs(d)
+  int config = kFits;  // or an index into backward_configs(d)
 };
 
 // fp32 workspace the backward needs, in floats: D [B, H, N], and on the atomic path
@@ -100,7 +112,7 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
               const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace,
               const BackwardOptions& opt, cudaStream_t stream = nullptr);
 
-// The same backward (default tile configuration, atomic dQ), its gradients ADDED in fp32 to
+// The same backward (the configuration kFits picks, atomic dQ), its gradients ADDED in fp32 to
 // dQ_acc [B, H, N, d], dK_acc and dV_acc [B, H_kv, N_kv, d] instead of written in bf16: for
 // a caller that sums several partial backwards (chapter 13's ring: one call per pair of a Q
 // chunk and a K/V shard) and rounds once, at the end. dQ_acc receives scale dS K through the

@@ -88,19 +88,22 @@ __global__ void convert_kernel(const float* acc, bf16_t* out, std::int64_t n8) {
 // ---- dK, dV (and, atomic path, dQ) ----------------------------------------------------------
 //   kWarps x 16 keys = B_c per block; B_r query rows per step; kKVInRegs: K_w and V_w as A
 //   fragments in registers (else ldmatrix each step: at d = 128 the 128 registers of dK_w,
-//   dV_w leave no room for them).
-template <int d_, int kWarps_, int B_r_, bool kKVInRegs_, int kMinBlocks_>
+//   dV_w leave no room for them); kQStages: buffers of Q_i, dO_i, L_i, D_i (2: the next step's
+//   load overlaps this step's work; 1: it waits for it, and the block fits in 99 KiB at d = 128).
+template <int d_, int kWarps_, int B_r_, bool kKVInRegs_, int kMinBlocks_, int kQStages_ = 2>
 struct BwdConfig {
-  static constexpr int d = d_, kWarps = kWarps_, B_r = B_r_, kMinBlocks = kMinBlocks_;
+  static constexpr int d = d_, kWarps = kWarps_, B_r = B_r_, kMinBlocks = kMinBlocks_, kQStages = kQStages_;
   static constexpr bool kKVInRegs = kKVInRegs_;
   static constexpr int B_c = 16 * kWarps, kThreads = 32 * kWarps;
   static constexpr int kRowBytes = 2 * d, kSRowBytes = 2 * B_r;  // rows of Q/K/V/dO, of dS^T
   // dQ_i = dS K_j: warps tile [B_r x d] as kDqRows groups of 16 rows x kDqCols column slices.
   static constexpr int kDqRows = B_r / 16, kDqCols = kWarps / kDqRows, kDqWidth = d / kDqCols;
   static constexpr int kKBytes = B_c * kRowBytes, kQBytes = B_r * kRowBytes;
-  static constexpr int kOffK = 0, kOffV = kKBytes, kOffQ = 2 * kKBytes, kOffdO = kOffQ + 2 * kQBytes;
-  static constexpr int kOffdS = kOffdO + 2 * kQBytes, kOffL = kOffdS + B_c * kSRowBytes, kOffD = kOffL + 2 * 4 * B_r;
-  static constexpr int kSmemBytes = kOffD + 2 * 4 * B_r;
+  static constexpr int kOffK = 0, kOffV = kKBytes, kOffQ = 2 * kKBytes, kOffdO = kOffQ + kQStages * kQBytes;
+  static constexpr int kOffdS = kOffdO + kQStages * kQBytes, kOffL = kOffdS + B_c * kSRowBytes;
+  static constexpr int kOffD = kOffL + kQStages * 4 * B_r;
+  static constexpr int kSmemBytes = kOffD + kQStages * 4 * B_r;
+  static_assert(kQStages == 1 || kQStages == 2, "one or two buffers of Q_i, dO_i, L_i, D_i");
   static_assert(B_r == 64 || B_r == 128, "dS^T rows must be 64 or 128 bf16 for the 128-byte swizzle");
   static_assert(kWarps % kDqRows == 0 && kDqWidth % 16 == 0, "the warps tile dQ_i exactly");
 };
@@ -282,7 +285,7 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const
 
   auto load_step = [&](int s) {
     if (s < steps) {
-      const int qh = q_head_of(s), i0 = i0_of(s), stage = s % 2;
+      const int qh = q_head_of(s), i0 = i0_of(s), stage = s % C::kQStages;
       const std::int64_t q_off = std::int64_t(qh) * p.N_q;
       load_tile<B_r, d, C::kThreads>(smem + C::kOffQ + stage * C::kQBytes, p.Q + q_off * d, i0, p.N_q);
       load_tile<B_r, d, C::kThreads>(smem + C::kOffdO + stage * C::kQBytes, p.dO + q_off * d, i0, p.N_q);
@@ -319,10 +322,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const
     for (int e = 0; e < 4; ++e) dK[n][e] = dV[n][e] = 0.0f;
 
   for (int s = 0; s < steps; ++s) {
-    tc::cp_async_wait<0>();  // this step's Q_i, dO_i, L_i, D_i (this thread's copies) ...
-    __syncthreads();         // ... everyone's; and the previous step is done everywhere
-    load_step(s + 1);        // into the other buffers, while this step computes
-    const int i0 = i0_of(s), stage = s % 2;
+    tc::cp_async_wait<0>();                            // this step's Q_i, dO_i, L_i, D_i (this thread's copies) ...
+    __syncthreads();                                   // ... everyone's; and the previous step is done everywhere
+    if constexpr (C::kQStages == 2) load_step(s + 1);  // into the other buffers, while this step computes
+    const int i0 = i0_of(s), stage = s % C::kQStages;
     float* dQ_acc = kAtomicDq ? p.dQ_acc + std::int64_t(q_head_of(s)) * p.N_q * d : nullptr;
     if (masked(i0))
       dk_dv_step<C, true, kAtomicDq>(dK, dV, k_frag, v_frag, k_lane, v_lane, smem_raw, stage, j0 + 16 * warp, i0,
@@ -330,6 +333,10 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dk_dv_kernel(const
     else
       dk_dv_step<C, false, kAtomicDq>(dK, dV, k_frag, v_frag, k_lane, v_lane, smem_raw, stage, j0 + 16 * warp, i0,
                                       dQ_acc, p);
+    if constexpr (C::kQStages == 1) {  // one buffer: refilled once every warp is done with it
+      __syncthreads();
+      load_step(s + 1);
+    }
   }
   tc::cp_async_wait<0>();
   if constexpr (kAccumulate) {
@@ -539,20 +546,21 @@ __global__ void __launch_bounds__(C::kThreads, C::kMinBlocks) dq_kernel(const __
 //                       d  warps B_r KV regs minBlocks
 using B128_0 = BwdConfig<128, 8, 64, false, 1>;
 using B128_1 = BwdConfig<128, 4, 64, false, 2>;
+using B128_2 = BwdConfig<128, 4, 64, false, 2, 1>;  // one Q_i/dO_i buffer: 72.5 KiB, for 99 KiB GPUs
 using B64_0 = BwdConfig<64, 8, 64, true, 1>;
 using B64_1 = BwdConfig<64, 4, 64, true, 2>;
 using B64_2 = BwdConfig<64, 8, 64, false, 1>;
 using Dq128 = DqConfig<128, 4, 64, 2>;
 using Dq64 = DqConfig<64, 4, 64, 2>;
 
-using Configs128 = ConfigList<B128_0, B128_1>;
+using Configs128 = ConfigList<B128_0, B128_1, B128_2>;
 using Configs64 = ConfigList<B64_0, B64_1, B64_2>;
 
 template <class C>
 TileConfig describe(C = {}) {
   return {"w" + std::to_string(C::kWarps) + "_c" + std::to_string(C::B_c) + "_r" + std::to_string(C::B_r) +
-              (C::kKVInRegs ? "_kvreg" : "_kvsmem"),
-          C::B_r, C::B_c, C::kWarps};
+              (C::kKVInRegs ? "_kvreg" : "_kvsmem") + (C::kQStages == 1 ? "_q1" : ""),
+          C::B_r, C::B_c, C::kWarps, static_cast<std::size_t>(C::kSmemBytes)};
 }
 
 template <class C, class Dq>
@@ -639,14 +647,19 @@ void backward_accumulate(const ladder::AttentionShape& s, const bf16* Q, const b
   ladder::check_grid(who, ladder::ceil_div(s.nkv(), 64), s.kv_heads());
   BwdParams p = params(s, Q, K, V, O, L, dO, workspace);
   p.dQ_acc = dQ_acc, p.dK_acc = dK_acc, p.dV_acc = dV_acc;
-  if (s.d == 128) return launch_accumulate<B128_0>(s, p, stream);
-  return launch_accumulate<B64_0>(s, p, stream);
+  const int config = resolve_config(kFits, backward_configs(s.d), 0, s.d, who);
+  if (s.d == 128) return Configs128::launch(config, [&](auto c) { launch_accumulate<decltype(c)>(s, p, stream); });
+  Configs64::launch(config, [&](auto c) { launch_accumulate<decltype(c)>(s, p, stream); });
 }
 
 std::vector<TileConfig> backward_configs(int d) {
   if (d == 128) return Configs128::describe_all([](auto c) { return describe(c); });
   if (d == 64) return Configs64::describe_all([](auto c) { return describe(c); });
   return {};
+}
+
+int backward_fit(int d, std::size_t smem_per_block) {
+  return ladder::first_that_fits(candidates(backward_configs(d)), smem_per_block).index;
 }
 
 std::size_t backward_workspace_floats(const ladder::AttentionShape& s, DqPath path) {
@@ -656,7 +669,7 @@ std::size_t backward_workspace_floats(const ladder::AttentionShape& s, DqPath pa
 void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
               const float* L, const bf16* dO, bf16* dQ, bf16* dK, bf16* dV, float* workspace, DqPath path,
               cudaStream_t stream) {
-  backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, BackwardOptions{path, 0}, stream);
+  backward(s, Q, K, V, O, L, dO, dQ, dK, dV, workspace, BackwardOptions{path, kFits}, stream);
 }
 
 void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, const bf16* V, const bf16* O,
@@ -664,7 +677,8 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
               const BackwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa2tc::backward";
   check_shape(s, who);
-  check_config(opt.config, static_cast<int>(backward_configs(s.d).size()), s.d, who);
+  const int config =
+      resolve_config(opt.config, backward_configs(s.d), static_cast<int>(backward_configs(s.d).size()), s.d, who);
   ladder::check_pointers(who,
                          {{"Q", Q},
                           {"K", K},
@@ -684,8 +698,8 @@ void backward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, con
   p.dQ = dQ, p.dK = dK, p.dV = dV;
   p.dQ_acc = opt.path == DqPath::Atomic ? workspace + ladder::round_up(s.rows(), 4) : nullptr;
   if (s.d == 128)
-    return Configs128::launch(opt.config, [&](auto c) { launch<decltype(c), Dq128>(s, p, opt.path, stream); });
-  Configs64::launch(opt.config, [&](auto c) { launch<decltype(c), Dq64>(s, p, opt.path, stream); });
+    return Configs128::launch(config, [&](auto c) { launch<decltype(c), Dq128>(s, p, opt.path, stream); });
+  Configs64::launch(config, [&](auto c) { launch<decltype(c), Dq64>(s, p, opt.path, stream); });
 }
 
 }  // namespace fa2tc

@@ -389,7 +389,7 @@ struct Describe {
                 (C::kQInRegs ? "_qreg" : "_qsmem") + "_s" + std::to_string(C::kStages) + "_b" +
                 std::to_string(C::kMinBlocks) + (C::kPackP ? "_packp" : "") + (C::kSplitKV ? "_splitkv" : "") +
                 (C::kSkipRescale ? "_skiprescale" : ""),
-            C::B_r, C::B_c, C::kWarps};
+            C::B_r, C::B_c, C::kWarps, static_cast<std::size_t>(C::kSmemBytes)};
   }
 };
 
@@ -430,6 +430,10 @@ std::vector<TileConfig> forward_configs(int d) {
   return {};
 }
 
+int forward_fit(int d, std::size_t smem_per_block) {
+  return ladder::first_that_fits(candidates(forward_configs(d)), smem_per_block).index;
+}
+
 std::vector<TileConfig> forward_ablations(int d) {
   if (d == 128) return Ablations128::describe_all(Describe{});
   if (d == 64) return Ablations64::describe_all(Describe{});
@@ -445,7 +449,9 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
              const ForwardOptions& opt, cudaStream_t stream) {
   const std::string who = "fa2tc::forward";
   check_shape(s, who);
-  check_config(opt.config, static_cast<int>(forward_configs(s.d).size() + forward_ablations(s.d).size()), s.d, who);
+  const int config =
+      resolve_config(opt.config, forward_configs(s.d),
+                     static_cast<int>(forward_configs(s.d).size() + forward_ablations(s.d).size()), s.d, who);
   // L is read and written one fp32 at a time; the rest in 16-byte pieces (cp.async).
   ladder::check_pointers(who, {{"Q", Q}, {"K", K}, {"V", V}, {"O", O}, {"L", L, alignof(float)}}, 16);
   check_strides(s, opt.strides, who);
@@ -457,8 +463,8 @@ void forward(const ladder::AttentionShape& s, const bf16* Q, const bf16* K, cons
   p.causal = s.causal;
   p.scale_log2e = s.scale() * ladder::kLog2e;
   const int heads = static_cast<int>(s.heads());
-  if (s.d == 128) return launch_config<Configs128, Ablations128>(opt.config, p, heads, opt.norm, stream);
-  launch_config<Configs64, Ablations64>(opt.config, p, heads, opt.norm, stream);
+  if (s.d == 128) return launch_config<Configs128, Ablations128>(config, p, heads, opt.norm, stream);
+  launch_config<Configs64, Ablations64>(config, p, heads, opt.norm, stream);
 }
 
 }  // namespace fa2tc

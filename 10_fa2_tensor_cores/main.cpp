@@ -28,7 +28,8 @@ namespace {
 const std::string kUsage =
     std::string(ladder::kGqaAttentionUsage) +
     "  --repeats R                 timed repeats (default 10, at most 10000)\n"
-    "  --config C --bwd-config C   tile configuration of the forward / backward (default 0; the list is printed)\n"
+    "  --config C --bwd-config C   tile configuration of the forward / backward (default: the first of the\n"
+    "                              printed list that fits this GPU's shared memory, 0 on an H100/H200)\n"
     "  --profile P                 fwd, fwd_fa1norm, bwd or bwd_det: launch that once on the shape and exit\n"
     "                              (for ncu; bwd runs one forward first, outside the kernel filter)\n";
 
@@ -43,10 +44,12 @@ std::string config_list(int d) {
     const std::size_t n_configs = configs.size();
     if (std::string(list) == "forward")
       for (const fa2tc::TileConfig& c : fa2tc::forward_ablations(d)) configs.push_back(c);
+    const std::size_t limit = ladder::smem_per_block_for_models();
+    const int fits = std::string(list) == "forward" ? fa2tc::forward_fit(d, limit) : fa2tc::backward_fit(d, limit);
     out += std::string("  ") + list + " tile configs at d=" + std::to_string(d) + ":";
     for (std::size_t i = 0; i < configs.size(); ++i)
       out += " [" + std::to_string(i) + "] " + configs[i].name +
-             (i == 0           ? " (default)"
+             (int(i) == fits   ? " (default here)"
               : i >= n_configs ? " (ablation, benchmark only)"
                                : "");
     out += "\n";
@@ -88,8 +91,8 @@ int main(int argc, char** argv) {
     ladder::AttentionShape s = attention.shape;
     const int check_N = attention.check_N;
     const int repeats = static_cast<int>(args.integer("--repeats", 10, 1, 10000));
-    const int config = static_cast<int>(args.integer("--config", 0, 0));
-    const int bwd_config = static_cast<int>(args.integer("--bwd-config", 0, 0));
+    const int config = static_cast<int>(args.integer("--config", fa2tc::kFits, 0));
+    const int bwd_config = static_cast<int>(args.integer("--bwd-config", fa2tc::kFits, 0));
     const std::string profile = args.choice("--profile", {"fwd", "fwd_fa1norm", "bwd", "bwd_det"}, "");
     args.gpu_only({"--config", "--bwd-config"});
     args.done();
@@ -102,9 +105,11 @@ int main(int argc, char** argv) {
                                 2.0 * (4 * s.elems() + 4 * s.kv_elems()) + 4.0 * (s.elems() + 2 * s.rows()));
     ladder::check_grid("the main shape " + s.str() + " (one row of blocks per head, B*H)", 1, s.heads());
     fa2tc::check_shape(s, "the main shape " + s.str());
-    fa2tc::check_config(config, int(fa2tc::forward_configs(s.d).size() + fa2tc::forward_ablations(s.d).size()), s.d,
-                        "--config");
-    fa2tc::check_config(bwd_config, int(fa2tc::backward_configs(s.d).size()), s.d, "--bwd-config");
+    if (config != fa2tc::kFits)
+      fa2tc::check_config(config, int(fa2tc::forward_configs(s.d).size() + fa2tc::forward_ablations(s.d).size()), s.d,
+                          "--config");
+    if (bwd_config != fa2tc::kFits)
+      fa2tc::check_config(bwd_config, int(fa2tc::backward_configs(s.d).size()), s.d, "--bwd-config");
     const fa2tc::ForwardOptions fwd_opt{fa2tc::Normalisation::FA2, config, {}};
     const fa2tc::BackwardOptions bwd_opt{fa2tc::DqPath::Atomic, bwd_config};
 

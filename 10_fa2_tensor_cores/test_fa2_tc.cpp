@@ -11,6 +11,7 @@
 #include "device_buffer.h"
 #include "fa2_tc.h"
 #include "fa2_tc_problem.h"
+#include "fit.h"
 #include "gtest_helpers.h"
 #include "reference_attention.h"
 
@@ -44,6 +45,27 @@ TEST(CpuFa2Tc, TileConfigsAreListedPerHeadDim) {
     EXPECT_FALSE(fa2tc::backward_configs(d).empty()) << "d=" << d;
   }
   EXPECT_TRUE(fa2tc::forward_configs(96).empty());
+}
+
+// The launchers' choice (config = kFits) on other GPUs' limits: the README's configuration
+// on an H200, one that fits on a 4090 or an A100 (the d = 128 backward falls back to the
+// one-buffer configuration at 99 KiB). A T4 has no bf16 mma.sync: the chapter refuses it.
+TEST(CpuFa2Tc, EachGpuGetsTheFirstConfigurationThatFits) {
+  for (int d : fa2tc::kSupportedD) {
+    EXPECT_EQ(fa2tc::forward_fit(d, ladder::limits_of("").smem_per_block_optin), 0) << "d=" << d;
+    EXPECT_EQ(fa2tc::backward_fit(d, ladder::limits_of("").smem_per_block_optin), 0) << "d=" << d;
+    for (const std::string cap : {"sm80", "sm86", "sm89", "sm120"}) {
+      const std::size_t limit = ladder::limits_of(cap).smem_per_block_optin;
+      const int f = fa2tc::forward_fit(d, limit), b = fa2tc::backward_fit(d, limit);
+      ASSERT_GE(f, 0) << cap << " d=" << d;
+      ASSERT_GE(b, 0) << cap << " d=" << d;
+      EXPECT_LE(fa2tc::forward_configs(d)[f].smem_bytes, limit) << cap;
+      EXPECT_LE(fa2tc::backward_configs(d)[b].smem_bytes, limit) << cap;
+      for (int i = 0; i < b; ++i) EXPECT_GT(fa2tc::backward_configs(d)[i].smem_bytes, limit) << cap << " d=" << d;
+    }
+  }
+  EXPECT_EQ(fa2tc::backward_configs(128)[fa2tc::backward_fit(128, 99 * 1024)].name, "w4_c64_r64_kvsmem_q1");
+  EXPECT_EQ(fa2tc::backward_fit(128, 16 * 1024), -1);
 }
 
 TEST(CpuFa2Tc, BackwardWorkspaceHoldsDAndTheDqAccumulator) {

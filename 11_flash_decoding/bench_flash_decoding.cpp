@@ -110,13 +110,14 @@ std::string shape_key(const DecodeShape& s) {
          "/d=" + std::to_string(s.d);
 }
 
-void add(const std::string& variant, Impl impl, const DecodeShape& s, CacheKind kind, int splits, int config = 0) {
+void add(const std::string& variant, Impl impl, const DecodeShape& s, CacheKind kind, int splits,
+         int config = fdec::kFits) {
   fdec::Options opt;
   opt.splits = splits;
   opt.config = config;
   std::string name = variant + shape_key(s) + "/layout=" + fdec::name(kind);
   if (impl != Impl::Fa2tc) name += "/splits=" + (splits == 0 ? std::string("auto") : std::to_string(splits));
-  if (config != 0) name += "/config=" + fdec::configs(s.d)[config].name;
+  if (config != fdec::kFits) name += "/config=" + fdec::configs(s.d)[config].name;
   ladder::gpu_benchmark(name, [=](benchmark::State& st) { bench(st, impl, s, kind, opt); });
 }
 

@@ -38,6 +38,7 @@
 #include "10_fa2_tensor_cores/fa2_tc.h"
 #include "cuda_check.h"
 #include "device.h"
+#include "fit.h"
 #include "flash_decoding.h"
 #include "launch.h"
 #include "numeric.h"
@@ -607,7 +608,7 @@ void validate_shape(const DecodeShape& s, const std::string& who) {
 
 void validate_options(const DecodeShape& s, const Options& opt, const std::string& who) {
   const int n = static_cast<int>(configs(s.d).size());
-  if (opt.config < 0 || opt.config >= n)
+  if (opt.config != kFits && (opt.config < 0 || opt.config >= n))
     throw std::invalid_argument(who + ": tile config " + std::to_string(opt.config) + " does not exist (0.." +
                                 std::to_string(n - 1) + " at d=" + std::to_string(s.d) + ")");
   if (opt.splits < 0 || opt.splits > kMaxSplits)
@@ -644,6 +645,26 @@ std::vector<TileConfig> configs(int d) {
     return {describe<D128_0>(), describe<D128_1>(), describe<D128_2>(), describe<D128_3>(), describe<D128_4>()};
   if (d == 64) return {describe<D64_0>(), describe<D64_1>()};
   return {};
+}
+
+// Index 0, then the rest by their bandwidth at B=8 Hq=32 Hkv=8 Nkv=32768 on the H200
+// (results/11_flash_decoding): w4_k32_s2, w8_k16_s3, w4_k16_s4, w4_k16_s2.
+std::vector<int> preference(int d) {
+  if (d == 128) return {0, 2, 3, 1, 4};
+  if (d == 64) return {0, 1};
+  return {};
+}
+
+namespace {
+std::vector<ladder::Candidate> candidates(int d) {
+  std::vector<ladder::Candidate> out;
+  for (const TileConfig& c : configs(d)) out.push_back({c.name, c.smem_bytes});
+  return out;
+}
+}  // namespace
+
+int fit(int d, std::size_t smem_per_block) {
+  return ladder::first_that_fits(candidates(d), smem_per_block, preference(d)).index;
 }
 
 Split split_with(int s, int max_seq_len, int tile_keys) {
@@ -685,11 +706,18 @@ Plan plan(const DecodeShape& s, const Options& opt) {
   const std::string who = "fdec::plan";
   validate_shape(s, who);
   validate_options(s, opt, who);
+  const ladder::DeviceInfo& dev = ladder::device();
+  if (dev.available && dev.cc_major < 8)
+    throw std::invalid_argument(who + ": needs sm_80 or later (bf16 mma.sync, cp.async); this GPU is sm_" +
+                                std::to_string(dev.cc_major * 10 + dev.cc_minor) + " (" + dev.name + ")");
   Plan p;
-  p.config = configs(s.d)[opt.config];
+  p.config_index = opt.config != kFits ? opt.config
+                                       : ladder::choose("fdec::decode (d = " + std::to_string(s.d) + ")",
+                                                        candidates(s.d), preference(s.d));
+  p.config = configs(s.d)[p.config_index];
   p.row_tiles = ceil_div(s.group_rows(), 16);
   p.sm_count = ladder::device().available ? ladder::device().sm_count : 132;
-  with_config(s.d, opt.config, OccupancyOf{&p.blocks_per_sm});
+  with_config(s.d, p.config_index, OccupancyOf{&p.blocks_per_sm});
   const long long units = static_cast<long long>(s.B) * s.H_kv * p.row_tiles;
   const int tile = p.config.tile_keys();
   p.split = opt.splits > 0
@@ -736,7 +764,7 @@ void decode(const DecodeShape& s, const bf16* Q, const KvCache& kv, const int* s
   p.max_pages_per_seq = kv.max_pages_per_seq, p.num_pages = kv.num_pages;
   p.scale_log2e = ladder::kLog2e / std::sqrt(float(s.d));
 
-  with_config(s.d, opt.config, LaunchDecode{&p, pl.blocks, kv.layout == Layout::Paged, stream});
+  with_config(s.d, pl.config_index, LaunchDecode{&p, pl.blocks, kv.layout == Layout::Paged, stream});
   if (pl.split.splits == 1) return;
 
   CombineParams c{};

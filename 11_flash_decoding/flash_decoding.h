@@ -93,11 +93,20 @@ struct TileConfig {
 };
 std::vector<TileConfig> configs(int d);
 
+// config = kFits (the default): the first configuration of preference(d) whose shared memory
+// fits this GPU (ladder::device(); a plan that falls back says so once, on stderr): index 0,
+// then the rest from fastest to slowest as measured on the H200. An index runs that one.
+inline constexpr int kFits = -1;
+std::vector<int> preference(int d);
+// What kFits picks on a GPU that allows smem_per_block bytes per block; -1 when none fits.
+// Pure arithmetic: the CPU tests ask it for a 4090's, an A100's and an H200's limits.
+int fit(int d, std::size_t smem_per_block);
+
 struct Options {
-  int splits = 0;   // 0: chosen by choose_splits(); 1: no split (O written directly, no combine)
-  int config = 0;   // index into configs(d)
-  bool pdl = true;  // launch the combine with programmatic dependent launch (sm_90+): its
-                    // blocks get on the GPU while the decode kernel's last blocks drain
+  int splits = 0;      // 0: chosen by choose_splits(); 1: no split (O written directly, no combine)
+  int config = kFits;  // or an index into configs(d)
+  bool pdl = true;     // launch the combine with programmatic dependent launch (sm_90+): its
+                       // blocks get on the GPU while the decode kernel's last blocks drain
 };
 
 // How the keys of one (sequence, KV head) are cut: `splits` blocks of `keys_per_split` keys
@@ -124,6 +133,7 @@ Split choose_splits(long long units, int max_seq_len, int tile_keys, long long s
 // What decode() launches for a shape and options, decided on the host. Validates the shape
 // (not the pointers) and throws std::invalid_argument like decode().
 struct Plan {
+  int config_index = 0;  // into configs(d): opt.config, or what kFits picked
   TileConfig config;
   int row_tiles = 1;      // ceil(group_rows / 16): blocks per (b, h_kv, split) along the query rows
   Split split;            // the keys per block

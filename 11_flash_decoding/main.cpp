@@ -35,7 +35,8 @@ constexpr const char* kUsage =
     "  --N N                       new queries per sequence (default 1; speculative decoding: up to 16)\n"
     "  --N-kv N,N,...              keys per sequence of the timed shapes (default 32768,131072; the\n"
     "                              summary line is the last)\n"
-    "  --config C                  tile configuration (default 0; the list is printed)\n"
+    "  --config C                  tile configuration (default: the first of the printed order that fits this\n"
+    "                              GPU's shared memory, 0 on an H100/H200)\n"
     "  --sweep S,S,...             split counts of the sweep (default 1,2,4,8,16,32,64)\n"
     "  --repeats R                 timed repeats (default 10)\n"
     "  --profile P                 auto, nosplit, paged16, paged64 or fa2tc: one launch at the last --N-kv,\n"
@@ -44,8 +45,11 @@ constexpr const char* kUsage =
 std::string config_list(int d) {
   std::string out = "  tile configs at d=" + std::to_string(d) + ":";
   const auto list = fdec::configs(d);
+  const int fits = fdec::fit(d, ladder::smem_per_block_for_models());
   for (std::size_t i = 0; i < list.size(); ++i)
-    out += " [" + std::to_string(i) + "] " + list[i].name + (i == 0 ? " (default)" : "");
+    out += " [" + std::to_string(i) + "] " + list[i].name + (int(i) == fits ? " (default here)" : "");
+  out += "; preferred in the order";
+  for (int i : fdec::preference(d)) out += " " + std::to_string(i);
   return out + "\n";
 }
 
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
     s.n_q = static_cast<int>(args.integer("--N", 1, 1, fdec::kMaxQueries));
     s.d = static_cast<int>(args.integer("--d", 128, 1, 1024));
     const std::vector<long long> nkv = args.integers("--N-kv", {32768, 131072}, 1, 1 << 30);
-    const int config = static_cast<int>(args.integer("--config", 0, 0));
+    const int config = static_cast<int>(args.integer("--config", fdec::kFits, 0));
     const std::vector<long long> sweep = args.integers("--sweep", {1, 2, 4, 8, 16, 32, 64}, 1, fdec::kMaxSplits);
     const int repeats = static_cast<int>(args.integer("--repeats", 10));
     const std::string profile = args.choice("--profile", {"auto", "nosplit", "paged16", "paged64", "fa2tc"}, "");
@@ -199,8 +203,7 @@ int main(int argc, char** argv) {
         const fdec::Problem p = fdec::make_problem(cs, k.lens, seed);
         const fdec::Reference ref = fdec::reference(p);
         fdec::OnDevice dev(p, seed);
-        const int many =
-            fdec::split_with(fdec::kMaxSplits, p.s.max_seq_len, fdec::configs(s.d)[config].tile_keys()).splits;
+        const int many = fdec::split_with(fdec::kMaxSplits, p.s.max_seq_len, headline.config.tile_keys()).splits;
         for (fdec::CacheKind kind : fdec::kAllCacheKinds)
           for (int splits : {0, 1, 2, many}) {
             fdec::Options o = opt;

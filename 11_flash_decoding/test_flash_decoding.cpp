@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "decode_problem.h"
+#include "fit.h"
 #include "flash_decoding.h"
 #include "gtest_helpers.h"
 #include "split_model.h"
@@ -179,6 +180,26 @@ TEST(CpuDecode, ConfigsAreListedPerHeadDim) {
   EXPECT_TRUE(fdec::configs(96).empty());
 }
 
+// The plan's choice (config = kFits) on other GPUs' limits: the README's configuration on an
+// H200 and an A100, the fastest that fits on a 4090 (a T4 has no bf16 mma.sync: refused).
+TEST(CpuDecode, EachGpuGetsTheFastestConfigurationThatFits) {
+  for (int d : fdec::kSupportedD) {
+    const auto list = fdec::configs(d);
+    EXPECT_EQ(fdec::preference(d).front(), 0) << d;
+    EXPECT_EQ(fdec::preference(d).size(), list.size()) << d;
+    EXPECT_EQ(fdec::fit(d, ladder::limits_of("").smem_per_block_optin), 0) << d;
+    for (const std::string cap : {"sm80", "sm86", "sm89", "sm120"}) {
+      const std::size_t limit = ladder::limits_of(cap).smem_per_block_optin;
+      const int f = fdec::fit(d, limit);
+      ASSERT_GE(f, 0) << cap << " d=" << d;
+      EXPECT_LE(list[f].smem_bytes, limit) << cap << " d=" << d;
+    }
+  }
+  EXPECT_EQ(fdec::configs(128)[fdec::fit(128, 99 * 1024)].name, "w4_k16_s2");
+  EXPECT_EQ(fdec::fit(128, 163 * 1024), 0);
+  EXPECT_EQ(fdec::fit(128, 32 * 1024), -1);
+}
+
 TEST(CpuDecode, BadInputIsRejectedBeforeAnyLaunch) {
   // Never dereferenced: every check throws before a launch, so this runs without a GPU.
   auto* p = reinterpret_cast<fdec::bf16*>(std::uintptr_t{256});
@@ -266,13 +287,15 @@ TEST(CpuDecode, PagedCopyHoldsTheSameKeys) {
 // Runs the given cache layouts and split settings on one problem; O within the bf16 bound,
 // LSE within fp32's, rows without a visible key at O = 0 and LSE = -inf. Splits: 0 = auto,
 // -1 = one split per block tile (the most there can be).
-void expect_decode_correct(const fdec::Problem& p, std::uint64_t seed, const std::vector<int>& splits, int config = 0,
-                           const std::string& note = "",
+void expect_decode_correct(const fdec::Problem& p, std::uint64_t seed, const std::vector<int>& splits,
+                           int config = fdec::kFits, const std::string& note = "",
                            const std::vector<CacheKind>& kinds = {std::begin(fdec::kAllCacheKinds),
                                                                   std::end(fdec::kAllCacheKinds)}) {
   const fdec::Reference ref = fdec::reference(p);
   fdec::OnDevice dev(p, seed);
-  const int tile = fdec::configs(p.s.d)[config].tile_keys();
+  fdec::Options chosen;
+  chosen.config = config;
+  const int tile = fdec::plan(p.s, chosen).config.tile_keys();
   std::string lens;
   for (int n : p.seq_lens) lens += (lens.empty() ? "" : ",") + std::to_string(n);
   for (CacheKind kind : kinds)

@@ -70,11 +70,16 @@ struct WarpGrid {
 // for 256 threads at TM = 8, so TM = 4 there. G = 2 at d = 128 keeps the O
 // micro-tiles at one per thread (128 rows / 8 x 128 / 8 columns = 256). Measured on
 // the H200 (results/06_fa2_forward): 29-30 TFLOP/s at d = 64 and 128, ~45% of fp32 peak.
-template <int d>
+// Smaller tiles (R rows, C keys: what a GPU with less shared memory runs in chapter 06) keep
+// one S and one O micro-tile per thread of 256 by making them smaller: XS = d / 4G float4
+// columns of O across, 256 / XS row groups down, so TM = R XS / 256 and TN = C / XS.
+template <int d, int R = 128, int C = (d == 32 ? 32 : 64)>
 struct ForwardMicro {
-  static constexpr int TM = d == 32 ? 4 : 8;
-  static constexpr int TN = 4;
   static constexpr int G = d == 128 ? 2 : 1;
+  static constexpr int XS = d / 4 / G;
+  static constexpr int TM = R * XS / 256;
+  static constexpr int TN = C / XS;
+  static_assert(TM >= 1 && TN >= 1 && C % XS == 0, "one S and one O micro-tile per thread of 256");
 };
 
 // tile[r][:] = src[row0 + r][:] for r < valid, zero for valid <= r < rows (row stride
