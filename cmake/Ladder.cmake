@@ -5,17 +5,27 @@
 #                      <chapter>.cpu        label cpu: suites named Cpu*, always run
 #                      <chapter>.gpu        label gpu: suites named Gpu*, skip without a GPU
 #                      <chapter>.memcheck   label sanitizer: Gpu* under compute-sanitizer, small sizes
+#                                           (but GpuExerciseWrongAnswers*)
 #                      <chapter>.racecheck  (RACECHECK chapters) the same with --tool racecheck
 #                      <chapter>.synccheck  (SYNCCHECK chapters: mbarrier/TMA pipelines) --tool synccheck
 #                      <chapter>.exercise   (with -DLADDER_EXERCISES=ON: the `exercises` preset, in
-#                                           build-exercises/) Exercise*: the learner's code in the
-#                                           EXERCISES sources, label exercise, in no default test run
+#                                           build-exercises/) <chapter>_exercise --gtest_filter=Exercise*:
+#                                           the learner's code, label exercise, in no default test run
+#   <chapter>_exercise  (chapters with EXERCISES) GoogleTest binary of every EXERCISES source, the
+#                    learner's mine.cpp / mine.cu included, compiled with LADDER_EXERCISE_MINE=1 (the
+#                    tests of mine.* are inside #if LADDER_EXERCISE_MINE). Built by `all` only with
+#                    LADDER_EXERCISES=ON; in any build directory by name or by the target `exercises`.
 #   <chapter>_bench  Google Benchmark binary
-#   exercises        (target) every chapter's _test that has EXERCISES
+#   exercises        (target) every chapter's <chapter>_exercise
+#
+# The EXERCISES sources named mine.* are the learner's, half-written at times: they go into
+# <chapter>_exercise only, so that the default build never compiles them. The others (the
+# exercise tests, the solutions, the committed wrong answers) also go into <chapter>_test, where
+# CpuExercise* / GpuExercise* check them in every test run.
 #
 #   ladder_add_chapter(01_vector_add
 #     LIBRARY vector_add.cu  MAIN main.cpp  TEST test_vector_add.cpp  BENCH bench_vector_add.cpp
-#     [LINK other_targets...] [RACECHECK] [SYNCCHECK] [EXERCISES exercises/*.cpp])
+#     [LINK other_targets...] [RACECHECK] [SYNCCHECK] [EXERCISES exercises/*.cpp exercises/*.cu ...])
 
 # ladder_select_chapters(OUT "<LADDER_ONLY>" <all chapters...>): the chapters to build,
 # in ladder order: all of them, or those named plus, transitively, the chapters they
@@ -79,7 +89,14 @@ function(ladder_add_chapter name)
   ladder_warnings(${name})
   set_property(GLOBAL APPEND PROPERTY LADDER_EXECUTABLES ${name})
 
-  add_executable(${name}_test ${CH_TEST} ${CH_EXERCISES})
+  set(exercises_checked "")  # the EXERCISES sources that are not the learner's
+  foreach(src IN LISTS CH_EXERCISES)
+    get_filename_component(stem ${src} NAME_WE)
+    if(NOT stem STREQUAL "mine")
+      list(APPEND exercises_checked ${src})
+    endif()
+  endforeach()
+  add_executable(${name}_test ${CH_TEST} ${exercises_checked})
   target_link_libraries(${name}_test PRIVATE ${name}_lib ladder_gtest)
   ladder_warnings(${name}_test)
   add_test(NAME ${name}.cpu COMMAND ${name}_test --gtest_filter=Cpu*:*/Cpu*)
@@ -91,13 +108,21 @@ function(ladder_add_chapter name)
     SKIP_REGULAR_EXPRESSION "GPU test skipped: no CUDA device")
 
   if(CH_EXERCISES)
+    if(LADDER_EXERCISES)
+      add_executable(${name}_exercise ${CH_EXERCISES})
+    else()
+      add_executable(${name}_exercise EXCLUDE_FROM_ALL ${CH_EXERCISES})
+    endif()
+    target_compile_definitions(${name}_exercise PRIVATE LADDER_EXERCISE_MINE=1)
+    target_link_libraries(${name}_exercise PRIVATE ${name}_lib ladder_gtest)
+    ladder_warnings(${name}_exercise)
     if(NOT TARGET exercises)
       add_custom_target(exercises)
     endif()
-    add_dependencies(exercises ${name}_test)
+    add_dependencies(exercises ${name}_exercise)
     if(LADDER_EXERCISES)
-      add_test(NAME ${name}.exercise COMMAND ${name}_test --gtest_filter=Exercise*)
-      set_tests_properties(${name}.exercise PROPERTIES LABELS exercise)
+      add_test(NAME ${name}.exercise COMMAND ${name}_exercise --gtest_filter=Exercise*)
+      set_tests_properties(${name}.exercise PROPERTIES LABELS exercise TIMEOUT 1800)
     endif()
   endif()
 
@@ -109,10 +134,12 @@ function(ladder_add_chapter name)
     if(CH_SYNCCHECK)
       list(APPEND tools synccheck)
     endif()
+    # The exercises' wrong answers are left out: they are wrong on purpose, and what makes
+    # them wrong may be what a sanitizer reports.
     foreach(tool IN LISTS tools)
       add_test(NAME ${name}.${tool}
         COMMAND ${LADDER_COMPUTE_SANITIZER} --tool ${tool} --error-exitcode 1
-                $<TARGET_FILE:${name}_test> --gtest_filter=Gpu*:*/Gpu*)
+                $<TARGET_FILE:${name}_test> --gtest_filter=Gpu*:*/Gpu*:-GpuExerciseWrongAnswers*)
       set_tests_properties(${name}.${tool} PROPERTIES LABELS sanitizer TIMEOUT 1800
         ENVIRONMENT LADDER_SMALL=1)
     endforeach()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs the shell commands of every README as a learner would, so that none rots.
+"""Runs the shell commands of every README (and WORKLOG) as a learner would, so that none rots.
 
     scripts/readme_commands.py --list          # every command, where it is, and what it needs
     scripts/readme_commands.py                 # run the CPU ones (after cmake --workflow --preset test)
@@ -35,9 +35,12 @@ UNIMPLEMENTED = "unimplemented: edit"
 
 
 def readmes():
-    """Every README of the ladder (and chapter 12's FP8 study page), top first."""
+    """Every README of the ladder, top first, then each chapter's other pages (its WORKLOG.md, its exercises'
+    README, chapter 12's FP8 study) and the glossary."""
     pages = [ROOT / "README.md"] + sorted(ROOT.glob("[0-9][0-9]_*/README.md"))
-    return pages + sorted(ROOT.glob("[0-9][0-9]_*/FP8_ACCURACY.md"))
+    others = [*ROOT.glob("[0-9][0-9]_*/WORKLOG.md"), *ROOT.glob("[0-9][0-9]_*/exercises/README.md"),
+              *ROOT.glob("[0-9][0-9]_*/FP8_ACCURACY.md")]
+    return pages + sorted(others) + [p for p in [ROOT / "GLOSSARY.md"] if p.exists()]
 
 
 def program(words):
@@ -122,10 +125,13 @@ def quoted_commands(page):
 def executables():
     """The names of every executable the CMakeLists define (what build/bin/ can hold)."""
     names = set()
-    for cmake in [ROOT / "CMakeLists.txt", ROOT / "common" / "CMakeLists.txt", *ROOT.glob("[0-9][0-9]_*/CMakeLists.txt")]:
+    for cmake in [ROOT / "CMakeLists.txt", ROOT / "common" / "CMakeLists.txt", *ROOT.glob("tools/CMakeLists.txt"),
+                  *ROOT.glob("[0-9][0-9]_*/CMakeLists.txt")]:
         text = cmake.read_text()
-        for chapter in re.findall(r"ladder_add_chapter\(\s*(\w+)", text):
+        for chapter, args in re.findall(r"ladder_add_chapter\(\s*(\w+)([^)]*)\)", text):
             names |= {chapter, chapter + "_test", chapter + "_bench"}
+            if re.search(r"\bEXERCISES\b", args):  # the learner's exercise binary (cmake/Ladder.cmake)
+                names.add(chapter + "_exercise")
         names |= set(re.findall(r"add_executable\(\s*(\w+)", text))
     return names
 

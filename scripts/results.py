@@ -11,9 +11,11 @@ OUT_DIR gets, per chapter, bench.json (the Google Benchmark JSON, unchanged), ta
 plot.png, plus README.md (GPU, date, commit, how the figures were timed, checks, one line per
 chapter, the targets), summary.json (each chapter's headline ratios) and the anchors. With --readme, each
 chapter README's block between <!-- results:NN_topic --> and <!-- /results:NN_topic --> gets the
-chapter's table, and the top README's <!-- r:NN_topic --> cells each chapter table's headline row and its
-summary.json ratios (the executables' summary lines, timed apart from the tables, stay in logs/ladder.log).
-A block the run has a table for but the README lacks is an error.
+chapter's table (the top README names no figure: each chapter table's headline row, its summary.json ratios
+and its count of targets are results/README.md's chapter table, and the top README shows the chart
+OUT_DIR/ladder_speed.png, drawn by scripts/figures/ladder_speed.py from the tables of the run). The
+executables' summary lines, timed apart from the tables, stay in logs/ladder.log. A block the run has a
+table for but the README lacks is an error.
 Every number comes from the JSON and logs; none is typed here. The targets the figures are read against
 are in results/targets.json (scripts/targets.py).
 
@@ -105,6 +107,9 @@ CONFIG = {
                                                for p in ("fwd", "bwd") for t in (10, 25, 50)]),
     "16_attention_in_a_model": dict(metric="tok/s", baseline="sdpa_cudnn", plot=False),
 }
+
+# The chapters the top README's chart (scripts/figures/ladder_speed.py) reads; it is drawn when all are published.
+LADDER_CHART = ("05_fa1_forward", "06_fa2_forward", "10_fa2_tensor_cores", "12_fa3_hopper", "14_fa3_backward")
 
 # Chapter 15 against FlexAttention (anchors2.json, kind flex_bf16) at its three masks.
 FLEX_CASES = ("window", "documents", "softcap")
@@ -936,7 +941,7 @@ def targets_section(results, chapter):
 
 
 def targets_count(results, chapter):
-    """'targets: 3 met, 1 within noise, 2 missed' for the top README's cell, or ''."""
+    """'targets: 3 met, 1 within noise, 2 missed' for results/README.md's chapter table, or ''."""
     mine = [r for r in results if r["chapter"] == chapter]
     counts = [(n, s) for s in ("met", "within noise", "missed", "not measured")
               for n in [sum(r["status"] == s for r in mine)] if n]
@@ -956,7 +961,7 @@ def run_env(path):
 
 
 def headline(doc, run, chapter):
-    """The top README's cell of a chapter: its table's headline row (the first summary.json key's numerator,
+    """results/README.md's headline of a chapter: its table's headline row (the first summary.json key's numerator,
     or the best variant) with its figure, and the chapter's summary.json ratios: every number from the tables
     of this run, measured by the one timing routine."""
     ratios = doc["chapters"].get(chapter, {})
@@ -1156,6 +1161,11 @@ def publish(run, out, readme=None, strict=False):
              "![heatmap](../results/08_spilling_study/spill_heatmap.png)")
 
     doc = summary_json(run, out)
+    if all((out / c / "bench.json").exists() for c in LADDER_CHART):  # the top README's chart, from these tables
+        r = subprocess.run([sys.executable, str(ROOT / "scripts" / "figures" / "ladder_speed.py"), str(out),
+                            str(out / "ladder_speed.png")], capture_output=True, text=True)
+        if r.returncode:
+            failed("scripts/figures/ladder_speed.py", r.stderr)
     results = target_results(run, doc)
     for chapter in index:  # each chapter table's targets, and the figures of summary.json from another run
         section = targets_section(results, chapter)
@@ -1190,37 +1200,22 @@ def publish(run, out, readme=None, strict=False):
              "executables' summary lines time the same kernels again, in another process, and their figures (a",
              "library's included) differ from the tables' by that run-to-run noise: they are not published as",
              "figures. A chapter without ratios shows its executable's summary line, marked so.", "",
-             "| chapter | correctness check | headline (the chapter's table, `summary.json`) | tables and plot |",
+             "| chapter | correctness check | headline (the chapter's table, `summary.json`; the targets it meets) | "
+             "tables and plot |",
              "|---|---|---|---|"]
     for chapter in sorted(set(index) | set(ladder)):
         status, text = ladder.get(chapter, ("", ""))
         link = f"[{chapter}/table.md]({chapter}/table.md)" if chapter in index else ""
         cell = (headline(doc, run, chapter) if chapter in index else None) or (
             f"(no ratios; the executable's summary line) {text}" if text else "")
+        count = targets_count(results, chapter)
+        if count:
+            cell += f"; {count} ([targets](#targets))"
         lines.append(f"| {chapter} | {status} | {cell.replace('|', '/')} | {link} |")
     lines += ["", "## Targets", "", "Every target the chapters state ([targets.json](targets.json)), read against "
               "this publication's figures: " + TARGETS_HOW, ""] + target_rows(results, True)
     (out / "README.md").write_text("\n".join(lines + anchor_lines) + "\n")
 
-    if readme:  # the last column of the ladder table: the chapter table's headline, this run's
-        text = readme.read_text()
-        for chapter in index:
-            cell = headline(doc, run, chapter)
-            if cell is None and chapter in ladder:  # no ratios of its own: its summary line, this run's
-                cell = ladder[chapter][1]
-            if cell is None:
-                continue
-            status = ladder.get(chapter, ("", ""))[0]
-            count = targets_count(results, chapter)
-            cell = (f"{cell}{'; ' + count + ' ([targets](results/README.md#targets))' if count else ''} "
-                    f"({'correctness check: ' + status + '; ' if status else ''}[table](results/{chapter}/table.md))"
-                    ).replace("|", "/")
-            if not re.search(f"<!-- r:{chapter} -->.*?<!-- /r -->", text):
-                missing.append(f"{readme} has no <!-- r:{chapter} --> ... <!-- /r --> cell")
-                print(f"results.py: {missing[-1]}", file=sys.stderr)
-            text = re.sub(f"<!-- r:{chapter} -->.*?<!-- /r -->", lambda _: f"<!-- r:{chapter} -->{cell}<!-- /r -->",
-                          text)
-        readme.write_text(text)
     if missing or (strict and failures):
         raise PublishFailed(missing + [f"{f} failed (its error is above)" for f in (failures if strict else [])])
     return lines
@@ -1253,7 +1248,8 @@ def assemble(tree, run):
             raise SystemExit(f"results.py: publication.json: {' '.join(step)} failed:\n{r.stderr}")
 
 
-# A README's generated blocks: results:NAME (chapter READMEs) and r:NN_topic (the top README's cells).
+# A README's generated blocks: results:NAME (chapter READMEs) and r:NN_topic (cells the top README once had: none
+# is written any more, so one left behind fails --check as not regenerated).
 BLOCK = re.compile(r"(<!-- (?P<name>results:(?P<n>[\w:]+)) -->)(?P<body>.*?)(<!-- /results:(?P=n) -->)"
                    r"|(<!-- (?P<cell>r:\w+) -->)(?P<cbody>.*?)(<!-- /r -->)", re.S)
 UNFILLED = "(not regenerated by results.py --check)"
@@ -1326,7 +1322,8 @@ def main():
     ap.add_argument("run", type=pathlib.Path, nargs="?",
                     help="what scripts/gpu_check.sh wrote (its bench/, logs/, ...)")
     ap.add_argument("out", type=pathlib.Path, nargs="?", help="where the published results go (results/)")
-    ap.add_argument("--readme", type=pathlib.Path, help="the top README.md: its chapters' tables and ladder column")
+    ap.add_argument("--readme", type=pathlib.Path,
+                    help="the top README.md: the chapter READMEs beside it get their tables")
     ap.add_argument("--assemble", type=pathlib.Path, metavar="RUN_DIR",
                     help="write the committed publication's RUN_DIR from results/publication.json")
     ap.add_argument("--check", action="store_true",

@@ -1,7 +1,7 @@
 // Chapter 01 exercise (README, "Exercises", 4): the float4 kernel as one thread runs it.
 // You write mine::add_float4_thread in mine.cpp; solution::add_float4_thread is the
 // reference. The same tests run both:
-//   build/bin/01_vector_add_test --gtest_filter='Exercise*'          yours
+//   build/bin/01_vector_add_exercise --gtest_filter='Exercise*'      yours (target 01_vector_add_exercise)
 //   build/bin/01_vector_add_test --gtest_filter='CpuExercise*'       the reference (in every test run)
 // The tests play the whole grid on the CPU: threads first = 0 .. stride - 1, each with
 // its own call, as blockIdx.x * blockDim.x + threadIdx.x and gridDim.x * blockDim.x.

@@ -1,7 +1,8 @@
 // Your code for chapter 01's exercise 4 (see exercise.h and the README). The vector loop
 // is written; the elements past the last whole float4 are not. Add the loop that gives
 // each of them to exactly one thread, then run
-//   build/bin/01_vector_add_test --gtest_filter='Exercise*'
+//   cmake --build build --target 01_vector_add_exercise
+//   build/bin/01_vector_add_exercise --gtest_filter='Exercise*'
 #include <cuda_runtime.h>  // float4, make_float4 (host code may use them too)
 
 #include "exercise.h"

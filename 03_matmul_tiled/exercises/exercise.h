@@ -1,9 +1,9 @@
-// Chapter 03 exercise (README, "Exercises", 4): a shared-memory layout for a 32 x 32
+// Chapter 03 exercise (README, "Exercises", 5): a shared-memory layout for a 32 x 32
 // tile that a warp writes row by row (lane = column) and reads column by column
 // (lane = row), the two halves of a transpose, both without bank conflicts.
 // You write mine::transpose_offset in mine.cpp; the tests measure it with the bank
 // model (bank_model.h):
-//   build/bin/03_matmul_tiled_test --gtest_filter='Exercise*'          yours
+//   build/bin/03_matmul_tiled_exercise --gtest_filter='Exercise*'          yours
 //   build/bin/03_matmul_tiled_test --gtest_filter='CpuExercise*'       the references
 #pragma once
 

@@ -1,6 +1,7 @@
-// Your layout for chapter 03's exercise 4 (see exercise.h and the README). As written it
+// Your layout for chapter 03's exercise 5 (see exercise.h and the README). As written it
 // is the plain row-major tile: the row-wise store is one wavefront, the column read 32.
-// Change it, then run  build/bin/03_matmul_tiled_test --gtest_filter='Exercise*'
+// Change it, then build the target 03_matmul_tiled_exercise and run
+//   build/bin/03_matmul_tiled_exercise --gtest_filter='Exercise*'
 // and  build/bin/03_matmul_tiled --print-model text  to see what the bank model says.
 #include "exercise.h"
 

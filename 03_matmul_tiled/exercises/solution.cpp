@@ -1,4 +1,4 @@
-// References for chapter 03's exercise 4. Two answers, both one wavefront each way.
+// References for chapter 03's exercise 5. Two answers, both one wavefront each way.
 #include "exercise.h"
 
 namespace solution {

@@ -1,7 +1,7 @@
 // Chapter 04 exercise (README, "Exercises", 3): the online softmax's two rules, written
 // by you. The tests compare every step of your running (m, l) with the chapter's own
 // trace (softmax_cpu.h: osm::update, osm::merge) on random rows with -inf and huge logits:
-//   build/bin/04_online_softmax_test --gtest_filter='Exercise*'          yours
+//   build/bin/04_online_softmax_exercise --gtest_filter='Exercise*'          yours
 //   build/bin/04_online_softmax_test --gtest_filter='CpuExercise*'       the reference
 #pragma once
 

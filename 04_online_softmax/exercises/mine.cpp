@@ -1,6 +1,7 @@
 // Your code for chapter 04's exercise 3 (see exercise.h and the README). Work the trace of
-// x = [1, 3, 2] on paper first; then replace the two bodies below and run
-//   build/bin/04_online_softmax_test --gtest_filter='Exercise*'
+// x = [1, 3, 2] on paper first; then replace the two bodies below, build the target
+// 04_online_softmax_exercise and run
+//   build/bin/04_online_softmax_exercise --gtest_filter='Exercise*'
 // Mind the row that starts with -inf: e^(-inf - (-inf)) is NaN, not 0.
 #include <cmath>
 

@@ -2,7 +2,7 @@
 // CPU: the running max m, the running sum l and the unnormalised output O carried from
 // key tile to key tile, then one division at the end. The tests compare the result with
 // softmax(s) V and L = log sum e^s in fp64, for several tile widths, masks and large logits:
-//   build/bin/06_fa2_forward_test --gtest_filter='Exercise*'          yours
+//   build/bin/06_fa2_forward_exercise --gtest_filter='Exercise*'          yours
 //   build/bin/06_fa2_forward_test --gtest_filter='CpuExercise*'       the reference
 #pragma once
 

@@ -1,7 +1,7 @@
 // Your code for chapter 06's exercise 4 (see exercise.h and the README). Write the three
 // lines of FA2's inner loop for one row (new max, one rescale factor alpha, then l and O),
-// and the end (one division). Then run
-//   build/bin/06_fa2_forward_test --gtest_filter='Exercise*'
+// and the end (one division). Then build the target 06_fa2_forward_exercise and run
+//   build/bin/06_fa2_forward_exercise --gtest_filter='Exercise*'
 #include "exercise.h"
 
 namespace mine {

@@ -1,6 +1,6 @@
 // Your code for chapter 07's exercise 2 (see exercise.h and the README). Derive
-// d p_j / d s_k on paper first (README, "The math" has the answer: cover it). Then run
-//   build/bin/07_fa_backward_test --gtest_filter='Exercise*'
+// d p_j / d s_k on paper first (README, "The math" has the answer: cover it). Then build the target
+// 07_fa_backward_exercise and run  build/bin/07_fa_backward_exercise --gtest_filter='Exercise*'
 #include "exercise.h"
 
 namespace mine {

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerates every committed figure of chapters 01-15 from the chapters' CPU models.
 
-    cmake --build build --target 01_vector_add 02_matmul_naive 03_matmul_tiled 07_fa_backward_loop_trace \
-        09_tensor_core_matmul 09_tensor_core_matmul_schedule 10_fa2_tensor_cores_p_reuse \
+    cmake --build build --target 01_vector_add 02_matmul_naive 03_matmul_tiled 04_online_softmax \
+        07_fa_backward_loop_trace 09_tensor_core_matmul 09_tensor_core_matmul_schedule 10_fa2_tensor_cores_p_reuse \
         11_flash_decoding_split_trace 12_fa3_hopper_schedule 14_fa3_backward_dq_order 14_fa3_backward_schedule \
         14_fa3_backward_tiles 15_attention_variants_block_masks
     scripts/figures/make_all.py [BUILD_DIR]        (default: build/)
@@ -14,6 +14,7 @@ of the hardware (09_tensor_core_matmul/schedule_model.h), labelled as such, not 
   thread_map.py   01_vector_add/figures/thread_map.png       which thread adds which element
   coalescing.py   02_matmul_naive/figures/coalescing.png     one warp's addresses and sectors
   bank_map.py     03_matmul_tiled/figures/bank_map.png       one warp's shared-memory banks
+  online_softmax.py 04_online_softmax/figures/online_softmax.png  the (m, l) merge, element by element and in blocks
   fa_loops.py     05/06/07 figures/*.png                     loop order, tiles, HBM and on-chip
   09_tensor_core_matmul/plot_layouts.py  09 figures/fragments.png   who holds what in mma.sync; the swizzle
   tc_pipelines.py 09 figures/cp_async_pipeline.png           steps 1-3 vs 4: the cp.async stages
@@ -37,7 +38,7 @@ ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDe
 ap.add_argument("build_dir", nargs="?", help="the build folder (default: build/)")
 build = ap.parse_args().build_dir or str(pathlib.Path(__file__).resolve().parents[2] / "build")
 here = pathlib.Path(__file__).resolve().parent
-for script in ("thread_map.py", "coalescing.py", "bank_map.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
+for script in ("thread_map.py", "coalescing.py", "bank_map.py", "online_softmax.py", "fa_loops.py", "tc_pipelines.py", "p_reuse.py",
                "split_merge.py", "fa3_schedule.py", "fp8_key_tiles.py", "dq_order.py", "bwd_schedule.py",
                "bwd_tiles.py", "block_masks.py", "balance.py"):
     if subprocess.run([sys.executable, str(here / script), build]).returncode != 0:

@@ -88,11 +88,20 @@ def test_a_summary_value_edited_by_hand_fails(tree):
     assert problems(r) == ["results/summary.json: differs from its regeneration"]
 
 
-def test_a_top_readme_cell_edited_by_hand_fails(tree):
-    edit(tree / "README.md", "vs_cublas_bf16 0.995", "vs_cublas_bf16 1.042")
+def test_a_headline_edited_by_hand_fails(tree):
+    # Each chapter's headline (its table's headline row, summary.json ratios, targets met) is results/README.md's.
+    edit(tree / "results" / "README.md", "vs_cublas_bf16 0.995", "vs_cublas_bf16 1.042")
     r = check(tree)
     assert r.returncode == 1
-    assert problems(r) == ["README.md: block r:09_tensor_core_matmul differs from its regeneration"]
+    assert problems(r) == ["results/README.md: differs from its regeneration"]
+
+
+def test_a_headline_cell_left_in_the_top_readme_fails(tree):
+    # The top README shows no figure of its own any more: a cell typed back into it is nobody's to regenerate.
+    edit(tree / "README.md", "## The chapters\n", "## The chapters\n\n<!-- r:09_tensor_core_matmul -->634.8<!-- /r -->\n")
+    r = check(tree)
+    assert r.returncode == 1
+    assert any("README.md: block r:09_tensor_core_matmul is not regenerated" in p for p in problems(r))
 
 
 def test_a_missing_block_marker_fails(tree):

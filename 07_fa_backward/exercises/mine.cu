@@ -1,0 +1,118 @@
+// Chapter 07, kernel exercise: the dS = P o (dP - D) step and the dK_j, dV_j updates of FA2's backward.
+// Difficulty ★★★, about an hour (derive dV, dP, dS and dK on paper first).
+// See exercises/README.md.
+//
+// Write accumulate (the TODO), set kImplemented to true, then run
+//   cmake --build build --target 07_fa_backward_exercise
+//   build/bin/07_fa_backward_exercise --gtest_filter='Exercise*'
+// The test checks dK and dV against the fp64 analytic backward at N that are multiples of no
+// tile (1, 77, 200), causal and not, several heads, fresh random Q, K, V, dO (O and L from the
+// fp64 forward), with dK and dV poisoned (NaN) before each run.
+#include "cuda_check.h"
+#include "kernel_exercise.h"
+#include "launch.h"
+#include "numeric.h"
+
+namespace mine {
+
+// Until this is true the test stops with "unimplemented: edit 07_fa_backward/exercises/mine.cu".
+const bool kImplemented = false;
+
+namespace {
+
+using fa2_backward_kernel_exercise::B_c;
+using fa2_backward_kernel_exercise::B_r;
+using fa2_backward_kernel_exercise::d;
+
+// The pair (query r of Q_i, this thread's key c): s = S_ij[r][c] = scale q_r . k_c, already
+// scaled and not masked (a masked pair never gets here); L_r = the forward's m + log(l) of row r;
+// D_r = rowsum(dO_r o O_r); q_r, dO_r: the row's d values of Q_i and dO_i; v_c: this key's
+// values (d of them, in shared memory). Add this pair's terms to the key's gradients:
+//   dV_j[c] += P_ij[r][c] dO_r        dK_j[c] += scale dS_ij[r][c] q_r
+__device__ void accumulate(float (&dK_c)[d], float (&dV_c)[d], float s, float L_r, float D_r, const float* q_r,
+                           const float* dO_r, const float* v_c, float scale) {
+  // TODO:
+  //   P  = exp(s - L_r)       the forward's softmax, exactly: L_r is the row's log-normaliser
+  //   dP = dO_r . v_c         (dP_ij = dO_i V_j^T)
+  //   dS = P (dP - D_r)       (dS_ij = P_ij o (dP_ij - D_i))
+  //   dV_c[k] += P dO_r[k],   dK_c[k] += scale dS q_r[k]   for every k < d
+}
+
+// FA2's dK_j, dV_j kernel (Algorithm 2 of the FA2 paper, without dQ): one thread block per (K_j
+// tile, head), one thread per key c of the tile. The block walks the Q_i tiles; thread c keeps
+// its rows of dK_j and dV_j in registers the whole way, and writes them once at the end. P is
+// never read: it is recomputed from Q, K and the forward's L.
+__global__ void __launch_bounds__(B_c)
+    dk_dv_kernel(const float* Q, const float* K, const float* V, const float* O, const float* L, const float* dO,
+                 float* dK, float* dV, int N, float scale, bool causal) {
+  __shared__ float K_j[B_c][d + 1];  // +1: thread c reads row c, and rows d + 1 floats apart fall on distinct banks
+  __shared__ float V_j[B_c][d + 1];
+  __shared__ float Q_i[B_r][d];
+  __shared__ float dO_i[B_r][d];
+  __shared__ float L_i[B_r], D_i[B_r];
+  const int t = threadIdx.x, j0 = blockIdx.x * B_c, c = j0 + t;  // c >= N: a padding key, stores nothing
+  const std::size_t head = blockIdx.y;
+  const std::size_t offset = head * N * d;
+  Q += offset, K += offset, V += offset, O += offset, dO += offset, dK += offset, dV += offset;
+  L += head * N;
+
+  for (int e = t; e < B_c * d; e += B_c) {
+    const int r = e / d, k = e % d;
+    K_j[r][k] = j0 + r < N ? K[std::size_t(j0 + r) * d + k] : 0.0f;
+    V_j[r][k] = j0 + r < N ? V[std::size_t(j0 + r) * d + k] : 0.0f;
+  }
+  float dK_c[d], dV_c[d];
+#pragma unroll
+  for (int k = 0; k < d; ++k) dK_c[k] = dV_c[k] = 0.0f;
+
+  // Causal: Q tiles that end before key j0 see nothing of K_j (B_r = B_c: start at tile j0).
+  for (int i0 = causal ? j0 : 0; i0 < N; i0 += B_r) {
+    const int q_valid = min(B_r, N - i0);
+    __syncthreads();  // everyone is done with the previous Q_i, dO_i, L_i, D_i
+    for (int e = t; e < B_r * d; e += B_c) {
+      const int r = e / d, k = e % d;
+      Q_i[r][k] = r < q_valid ? Q[std::size_t(i0 + r) * d + k] : 0.0f;
+      dO_i[r][k] = r < q_valid ? dO[std::size_t(i0 + r) * d + k] : 0.0f;
+    }
+    if (t < B_r) {  // D_i = rowsum(dO_i o O_i), and the forward's L_i, one row per thread
+      float D = 0.0f;
+      if (t < q_valid)
+        for (int k = 0; k < d; ++k) D = fmaf(dO[std::size_t(i0 + t) * d + k], O[std::size_t(i0 + t) * d + k], D);
+      D_i[t] = D;
+      L_i[t] = t < q_valid ? L[i0 + t] : 0.0f;
+    }
+    __syncthreads();
+
+    if (c < N)
+#pragma unroll 1  // one pair at a time: dK_c and dV_c already take 2 d registers
+      for (int r = 0; r < q_valid; ++r) {
+        if (causal && c > i0 + r) continue;  // key after the query: P = 0, adds nothing
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < d; ++k) s = fmaf(Q_i[r][k], K_j[t][k], s);
+        accumulate(dK_c, dV_c, s * scale, L_i[r], D_i[r], Q_i[r], dO_i[r], V_j[t], scale);
+      }
+  }
+
+  if (c < N) {
+#pragma unroll
+    for (int k = 0; k < d; ++k) {
+      dK[std::size_t(c) * d + k] = dK_c[k];
+      dV[std::size_t(c) * d + k] = dV_c[k];
+    }
+  }
+}
+
+}  // namespace
+
+void dk_dv(const ladder::AttentionShape& s, const float* Q, const float* K, const float* V, const float* O,
+           const float* L, const float* dO, float* dK, float* dV, cudaStream_t stream) {
+  const int supported_d[] = {d};
+  ladder::validate(s, supported_d);
+  const dim3 grid(static_cast<unsigned>(ladder::ceil_div(s.N, B_c)), static_cast<unsigned>(s.heads()));
+  ladder::check_grid("dk_dv (exercise)", grid.x, grid.y);
+  dk_dv_kernel<<<grid, B_c, 0, stream>>>(Q, K, V, O, L, dO, dK, dV, s.N, s.scale(), s.causal);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mine
