@@ -23,7 +23,8 @@ namespace mine {
 // where masked), V[c] = the tile's value rows (d each). Updates st in place. The tile may
 // be entirely masked (every s[c] = -inf).
 void fa2_step(fa2_exercise::RowState& st, const std::vector<double>& s, const std::vector<std::vector<double>>& V);
-// After the last tile: returns O / l and sets L = m + log(l).
+// After the last tile: returns O / l and sets L = m + log(l). A row that saw no key (every
+// score -inf: l = 0) returns O = 0 (d zeros) and L = -inf, never NaN: the tests check it.
 std::vector<double> fa2_finish(const fa2_exercise::RowState& st, double& L);
 }  // namespace mine
 
