@@ -147,7 +147,8 @@ struct Chapter {
 const std::vector<Chapter>& chapters() {
   static const std::vector<Chapter> all = {
       {"01_vector_add", [](const Gpu&) { return yes(); }, "the thread model and the CPU tests"},
-      {"02_matmul_naive", [](const Gpu&) { return yes(); }, "the CPU tests and the published run"},
+      {"02_matmul_naive", [](const Gpu&) { return yes(); },
+       "the warp coalescing model (--print-model) and the CPU tests"},
       {"03_matmul_tiled", [](const Gpu&) { return yes(); }, "the CPU tests and the published run"},
       {"04_online_softmax", [](const Gpu&) { return yes(); }, "the online-softmax model and its exercises"},
       {"05_fa1_forward", [](const Gpu&) { return yes(); }, "the tile model (Algorithm 1 in fp64)"},
