@@ -262,6 +262,7 @@ KernelInfo kernel_info(const Variant& v) {
     CUDA_CHECK(cudaFuncGetAttributes(&attr, Inst::kernel));
     info.num_regs = attr.numRegs;
     info.local_bytes = attr.localSizeBytes;
+    info.binary_version = attr.binaryVersion, info.ptx_version = attr.ptxVersion;
     info.smem_bytes = Inst::smem;
     CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&info.blocks_per_sm, Inst::kernel, kThreads, Inst::smem));
     int max_threads = 0;

@@ -68,11 +68,13 @@ void forward(const Variant& v, const ladder::AttentionShape& s, const float* Q, 
 
 // What the runtime says about a compiled variant (needs a GPU).
 struct KernelInfo {
-  int num_regs = 0;             // cudaFuncGetAttributes: registers per thread
-  std::size_t local_bytes = 0;  // cudaFuncGetAttributes: local memory per thread
-  std::size_t smem_bytes = 0;   // dynamic shared memory per block
-  int blocks_per_sm = 0;        // cudaOccupancyMaxActiveBlocksPerMultiprocessor
-  double occupancy = 0.0;       // blocks_per_sm * kThreads / max threads per SM
+  int num_regs = 0;                         // cudaFuncGetAttributes: registers per thread
+  std::size_t local_bytes = 0;              // cudaFuncGetAttributes: local memory per thread
+  std::size_t smem_bytes = 0;               // dynamic shared memory per block
+  int blocks_per_sm = 0;                    // cudaOccupancyMaxActiveBlocksPerMultiprocessor
+  double occupancy = 0.0;                   // blocks_per_sm * kThreads / max threads per SM
+  int binary_version = 0, ptx_version = 0;  // the machine code's sm and its PTX's (they differ when the
+                                            // driver compiled older PTX for this GPU)
 };
 KernelInfo kernel_info(const Variant& v);
 

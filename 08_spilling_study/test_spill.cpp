@@ -123,6 +123,10 @@ TEST_P(GpuSpill, MatchesReference) {
   LADDER_TEST_SEED(seed);
   const auto [v, N] = GetParam();
   if (ladder::small_mode() && N > 100) GTEST_SKIP() << "small mode (LADDER_SMALL): N <= 100 only";
+  if (spill::smem_bytes(v) > ladder::device().smem_per_block_optin)
+    GTEST_SKIP() << v.label() << " needs " << spill::smem_bytes(v)
+                 << " bytes of shared memory per block; this GPU allows " << ladder::device().smem_per_block_optin
+                 << " (the study sweeps the tiles an H200 holds)";
   const ladder::AttentionShape s{N > 100 ? 1 : 2, N > 100 ? 2 : 3, N, v.d};  // several heads: head offsets
   const auto Q = ladder::random_uniform(s.elems(), seed), K = ladder::random_uniform(s.elems(), seed + 1),
              V = ladder::random_uniform(s.elems(), seed + 2);
@@ -153,8 +157,11 @@ INSTANTIATE_TEST_SUITE_P(Variants, GpuSpill,
 TEST(GpuSpillAttributes, RuntimeRegistersMatchThePtxasReport) {
   LADDER_REQUIRE_GPU();
   for (const Variant& v : spill::variants()) {
+    if (spill::smem_bytes(v) > ladder::device().smem_per_block_optin) continue;  // refused on this GPU (see above)
     const auto info = spill::kernel_info(v);
-    EXPECT_EQ(info.num_regs, spill::ptxas_entry(v).registers) << v.label();
+    // Machine code the driver compiled from older PTX for this GPU (an sm_75 build on an H100) is not
+    // what ptxas reported at build time: only the report of the code that runs can be compared.
+    if (info.binary_version == info.ptx_version) EXPECT_EQ(info.num_regs, spill::ptxas_entry(v).registers) << v.label();
     EXPECT_GT(info.blocks_per_sm, 0) << v.label();
     EXPECT_EQ(info.smem_bytes, spill::smem_bytes(v)) << v.label();
   }

@@ -406,6 +406,18 @@ __device__ __forceinline__ void wgmma_m64n224k32_ss_e4m3(float (&d)[112], std::u
         TC_R8(80), TC_R8(88), TC_R8(96), TC_R8(104)
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
+// The e4m3 S = Q K^T of a key tile of N = 128, 192 or 224 keys: the instruction of that width.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_ss_e4m3(float (&d)[N / 2], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                       int scale_d) {
+  static_assert(N == 128 || N == 192 || N == 224, "e4m3 key tiles of 128, 192 or 224 keys");
+  if constexpr (N == 128)
+    wgmma_m64n128k32_ss_e4m3(d, desc_a, desc_b, scale_d);
+  else if constexpr (N == 192)
+    wgmma_m64n192k32_ss_e4m3(d, desc_a, desc_b, scale_d);
+  else
+    wgmma_m64n224k32_ss_e4m3(d, desc_a, desc_b, scale_d);
+}
 __device__ __forceinline__ void wgmma_m64n128k32_rs_e4m3(float (&d)[64], const std::uint32_t (&a)[4],
                                                          std::uint64_t desc_b, int scale_d) {
   asm volatile(

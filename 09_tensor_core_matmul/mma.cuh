@@ -1,5 +1,5 @@
 // The ladder's PTX wrappers for sm_80 and later (Ampere's instructions, which Hopper keeps):
-// mma.sync, ldmatrix, cp.async, and shared-memory access by address. One thin wrapper per
+// mma.sync, ldmatrix, and shared-memory access by address (cp.async: common/ptx_sm80.cuh). One thin wrapper per
 // PTX instruction, named after it; each says which chapter introduces it (chapter 09 unless
 // noted). Every asm of these instructions in the ladder lives here; Hopper's own
 // instructions are in hopper.cuh. Device code only (.cu files).
@@ -16,6 +16,8 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+
+#include "ptx_sm80.cuh"  // cp.async (common/: chapter 07's tile engine uses it too)
 
 namespace tc {
 
@@ -60,27 +62,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], std::ui
                : "r"(addr));
 }
 
-// ---- cp.async --------------------------------------------------------------------------
-// 16 bytes global -> shared without passing through registers; .cg skips L1. With
-// valid == false the source is not read and the 16 bytes are zero-filled (src-size 0):
-// that is how tiles past the end of a matrix are padded. src must stay a valid address.
-__device__ __forceinline__ void cp_async_16(std::uint32_t dst, const void* src, bool valid = true) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
-// 4 bytes global -> shared (.ca: through L1), zero-filled when !valid (chapter 10: one fp32
-// per row, L_i and D_i of the backward).
-__device__ __forceinline__ void cp_async_4(std::uint32_t dst, const void* src, bool valid = true) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4 : 0) : "memory");
-}
-// Closes the group of copies this thread issued since the last commit.
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-// Waits until at most `kPending` of this thread's committed groups are still in flight.
-// Only this thread's copies: a __syncthreads() after it makes everyone's visible.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
 // ---- shared memory by address ------------------------------------------------------------
 // Plain loads and stores at a 32-bit shared-memory address, the form the TMA and wgmma code
 // computes its tile addresses in (chapter 12: O on its way out through a swizzled buffer).
@@ -116,6 +97,16 @@ __device__ __forceinline__ float ex2(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
   return y;
+}
+// Two 2^x in half precision at once (the packed MUFU form; chapter 12's pipe measurements).
+__device__ __forceinline__ void ex2_f16x2(std::uint32_t& y, std::uint32_t x) {
+  asm volatile("ex2.approx.f16x2 %0, %1;\n" : "=r"(y) : "r"(x));
+}
+// The GPU's global nanosecond timer (chapter 12's pipe measurements: wall time inside a kernel).
+__device__ __forceinline__ long long globaltimer() {
+  long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  return ns;
 }
 
 // ---- row statistics of a C fragment -------------------------------------------------------

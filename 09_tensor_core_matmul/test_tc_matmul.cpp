@@ -452,9 +452,14 @@ TEST_P(GpuTcMatmulTuned, MatchesTheFp64Reference) {
     if (ladder::small_mode() && double(M) * N * K > double(1 << 25)) continue;
     const Problem& p = problem(M, N, K);
     SCOPED_TRACE("seed " + std::to_string(p.seed));
-    EXPECT_TRUE(
-        run_and_check(p, [&](const ladder::bf16* A, const ladder::bf16* B, float* C) { t.run(M, N, K, A, B, C); }))
-        << t.name << " M=" << M << " N=" << N << " K=" << K;
+    try {
+      EXPECT_TRUE(
+          run_and_check(p, [&](const ladder::bf16* A, const ladder::bf16* B, float* C) { t.run(M, N, K, A, B, C); }))
+          << t.name << " M=" << M << " N=" << N << " K=" << K;
+    } catch (const std::invalid_argument& e) {  // a tuning this GPU's shared memory cannot hold: refused, not run
+      if (std::string(e.what()).find("shared memory per block") == std::string::npos) throw;
+      GTEST_SKIP() << e.what();
+    }
   }
 }
 

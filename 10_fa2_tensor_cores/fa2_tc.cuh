@@ -120,7 +120,8 @@ using tc::quad_sum;
 
 // dst[row][col..col+3] += v (one 16-byte vector atomic, sm_90), from a C fragment:
 // lanes t and t^1 swap half their values so that the even lane holds 4 consecutive
-// columns of row g and the odd lane 4 of row g + 8. Half the atomics of float2.
+// columns of row g and the odd lane 4 of row g + 8. Half the atomics of float2. Before
+// sm_90 there is no vector atomicAdd: four scalar ones add the same values.
 __device__ __forceinline__ void atomic_add_c(float* tile, std::int64_t ld, int g, int t, const float (&c)[4],
                                              float scale, int rows_valid) {
   const bool odd = t & 1;
@@ -129,7 +130,14 @@ __device__ __forceinline__ void atomic_add_c(float* tile, std::int64_t ld, int g
   const int row = odd ? g + 8 : g, col = 2 * (t & ~1);
   const float4 v = odd ? make_float4(scale * r0, scale * r1, scale * c[2], scale * c[3])
                        : make_float4(scale * c[0], scale * c[1], scale * r0, scale * r1);
-  if (row < rows_valid) atomicAdd(reinterpret_cast<float4*>(tile + row * ld + col), v);
+  if (row < rows_valid) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+    float* dst = tile + row * ld + col;
+    atomicAdd(dst, v.x), atomicAdd(dst + 1, v.y), atomicAdd(dst + 2, v.z), atomicAdd(dst + 3, v.w);
+#else
+    atomicAdd(reinterpret_cast<float4*>(tile + row * ld + col), v);
+#endif
+  }
 }
 
 }  // namespace fa2tc::dev

@@ -498,10 +498,10 @@ __global__ void __launch_bounds__(32 * kCombineWarps) combine_kernel(const __gri
 using D128_0 = Config<128, 4, 16, 3, 2>;  // 100.5 KiB     2
 using D128_1 = Config<128, 4, 16, 4, 1>;  // 132.5 KiB     1
 using D128_2 = Config<128, 4, 32, 2, 1>;  // 132.5 KiB     1
-using D128_3 = Config<128, 8, 16, 3, 1>;  // 196.5 KiB     1
+using D128_3 = Config<128, 8, 16, 3, 1>;  // 197.0 KiB     1
 using D128_4 = Config<128, 4, 16, 2, 3>;  //  68.5 KiB     3
-using D64_0 = Config<64, 4, 32, 3, 2>;    // 100.3 KiB     2
-using D64_1 = Config<64, 4, 16, 4, 3>;    //  66.3 KiB     3
+using D64_0 = Config<64, 4, 32, 3, 2>;    //  98.5 KiB     2
+using D64_1 = Config<64, 4, 16, 4, 3>;    //  66.5 KiB     3
 
 template <class C>
 TileConfig describe() {

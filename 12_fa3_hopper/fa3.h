@@ -23,7 +23,7 @@ namespace fa3 {
 using ladder::bf16;
 
 inline constexpr int kSupportedD[] = {64, 128};
-// The FP8 forward's head dims: d = 256 doubles the GEMMs per exponential (README, "FP8 at d = 256").
+// The FP8 forward's head dims: d = 256 doubles the GEMMs per exponential (WORKLOG.md, "FP8 at d = 256").
 // The FP8 quantiser and host model also take d = 64 (kFp8QuantD).
 inline constexpr int kFp8SupportedD[] = {128, 256};
 inline constexpr int kFp8QuantD[] = {64, 128, 256};
@@ -97,7 +97,7 @@ void forward_fp8(const ladder::AttentionShape& s, const Fp8Inputs& in, bf16* O, 
 
 // FP8's default step: persistent CTAs (dense; causal keeps one CTA per row tile, heaviest first),
 // with kFp8KeyTile's 128 keys the fastest or within 2% of it at every d = 128 shape of the
-// benchmark, in two runs (README, "The max rule, and the policy that follows").
+// benchmark, in two runs (WORKLOG.md, "The max rule, and the policy that follows").
 inline constexpr Step kFp8BestStep = Step::Persistent;
 
 // At FP8 rates the exponentials of a score tile take the MUFU as long as the tile's GEMMs take

@@ -23,31 +23,45 @@ namespace fa3::kernel {
 // stays inside bf16 and e4m3 (max 448) alike. FP8 runs with it. bf16 keeps FA2's exact max: under
 // FA4's rule the largest P~ of a row is no longer exactly 1, and rounds to bf16 like the others,
 // which on flash-attention's accuracy matrix costs up to 2.7x the error of PyTorch's bf16 SDPA
-// (README, "Correctness"); the speculative max, which needs the rule, stays a bf16 study.
+// (WORKLOG.md, "Correctness"); the speculative max, which needs the rule, stays a bf16 study.
 inline constexpr int kFa4RescaleLog2 = 8;
+
+// How a kernel departs from the lesson's: a study (the step tables' tune: rows; studies/). The
+// lesson's kernels take Lesson, every switch at its default. A study derives from it and changes
+// what it studies (studies/fa3_studies.h): the K/V ring's depth, FP8's exponentials on the FMA
+// pipes, FP8's wider key tile, FP8 without a consumer turn, FP8 with FA2's max rule, the
+// speculative max. LoopSoftmax<Consumer> is the intra-warpgroup loop's softmax step, the hook a
+// study may replace (the lesson's is defined in fa3_forward.cuh).
+struct Lesson {
+  static constexpr int kStagesOverride = 0;  // 0: the tile policy's ring depth
+  static constexpr int kPolyEighths = 0;     // FP8: of every 8 exponentials, how many on the FMA pipes
+  static constexpr int kKeyTile = 0;         // 0: 128 keys; FP8 also 192, 224
+  static constexpr bool kExpTurnsOn = true, kGemmTurnsOn = true;  // FP8 may run without either turn
+  static constexpr bool kEagerRescale = false;                    // FP8 with FA2's max rule
+  static constexpr bool kSpeculativeMax = false;
+  template <class Consumer>
+  struct LoopSoftmax;
+};
 
 // E = bytes per element. Every shared-memory row is 128 bytes (64 bf16 or 128 e4m3),
 // 128B-swizzled as TMA writes it, so a tile of width d*E bytes is stored as d*E/128 "column
-// boxes" of [rows][128 bytes] one after the other. The parameters after the step are the
-// studies' (the step tables' tune: rows): extra stages, exponentials on the FMA pipes, a wider key
-// tile, the turns at the exponentials and the GEMMs switched off, FA2's max for FP8, the speculative
-// max; the defaults are the lesson's kernels.
-template <int d_, bool kFp8_, Step kStep_, int kStagesOverride = 0, int kPolyEighths_ = 0, int kKeyTile = 0,
-          bool kExpTurnsOn = true, bool kGemmTurnsOn = true, bool kEagerRescale = false, bool kSpeculativeMax_ = false>
+// boxes" of [rows][128 bytes] one after the other.
+template <int d_, bool kFp8_, Step kStep_, class Study_ = Lesson>
 struct Cfg {
+  using Study = Study_;
   static constexpr int d = d_;
   static constexpr bool kFp8 = kFp8_;
   static constexpr Step kStep = kStep_;
   static constexpr int E = kFp8 ? 1 : 2;
   // Of every 8 pairs of a row's scores, how many take their exponential from soft_exp2.h's
   // polynomial on the FMA pipes instead of the MUFU (fa3_rows.cuh, SplitExp2): FP8 only.
-  static constexpr int kPolyEighths = kPolyEighths_;
+  static constexpr int kPolyEighths = Study::kPolyEighths;
   static_assert(kPolyEighths >= 0 && kPolyEighths <= 8 && (kPolyEighths == 0 || kFp8), "FP8's exponent split");
 
   // Tiles: B_r = 128 query rows per CTA, two consumer warpgroups of 64 rows; B_c keys per step:
   // 128, or for FP8 wider (192, 224: more softmax per turn of ping-pong, and O rescaled, the
   // row max reduced and the barriers passed once per more keys).
-  static constexpr int B_r = 128, B_c = kKeyTile ? kKeyTile : 128, kRowsPerWarpgroup = 64;
+  static constexpr int B_r = 128, B_c = Study::kKeyTile ? Study::kKeyTile : 128, kRowsPerWarpgroup = 64;
   // TMA boxes: kBoxCols elements (128 bytes, one swizzle row) by B_r or B_c rows; FP8's V
   // arrives transposed (Vt8: d rows of keys) in kVtBoxes boxes of 128 keys (a box's row is one
   // swizzle row); a key tile of 192 or 224 keys loads the rest of its last box, never reads it.
@@ -64,24 +78,24 @@ struct Cfg {
   // their GEMMs overlap (intra-warpgroup and persistent steps). Not at d = 256: there the GEMMs of
   // a tile take twice as long as its exponentials, as bf16's at d = 128, and ping-pong's turn at
   // the GEMMs keeps the two softmaxes apart (and the 2 KB of the turns' sink would not fit).
-  static constexpr bool kExpTurns = kFp8 && kIntraWg && kExpTurnsOn && d == 128;
+  static constexpr bool kExpTurns = kFp8 && kIntraWg && Study::kExpTurnsOn && d == 128;
   // The turn at the GEMMs (ping-pong's named barriers); FP8 can also run its two consumers free.
-  static constexpr bool kGemmTurns = kPingPong && kGemmTurnsOn;
+  static constexpr bool kGemmTurns = kPingPong && Study::kGemmTurnsOn;
   static constexpr int kThreads = kProducer ? 384 : 256;
   // The online softmax's max rule: FA2's exact running max for bf16 (O_i rescaled whenever it
   // moves), FA4's (kFa4RescaleLog2) for FP8 and for bf16's speculative max; kEagerRescale gives FP8
   // FA2's rule for the _eager rows.
-  static constexpr bool kFa4Max = (kFp8 || kSpeculativeMax_) && !kEagerRescale;
+  static constexpr bool kFa4Max = (kFp8 || Study::kSpeculativeMax) && !Study::kEagerRescale;
   static constexpr int kRescaleLog2 = kFa4Max ? kFa4RescaleLog2 : 0;
   // Under FA4's rule the intra-warpgroup loop may exponentiate against the current m_i before it
   // knows the tile's max, and check the max after (fa3_forward.cuh, Consumer::softmax_at_m).
-  static constexpr bool kSpeculativeMax = kSpeculativeMax_;
+  static constexpr bool kSpeculativeMax = Study::kSpeculativeMax;
 
   // The K/V ring: two stages hold a d = 128 bf16 tile pair next to Q_i and O in 227 KB; the
   // smaller tiles (d = 64, FP8) take four, FP8's wider key tiles three (192) or two (224); FP8 at
   // d = 256 (64 KB a stage, and O's 64 KB of its own) two.
   static constexpr int kStages = [] {
-    if (kStagesOverride) return kStagesOverride;
+    if (Study::kStagesOverride) return Study::kStagesOverride;
     if (kFp8 && d == 256) return 2;
     if (kFp8) return B_c == 128 ? 4 : B_c == 192 ? 3 : 2;
     return d == 64 ? 4 : 2;
@@ -120,11 +134,11 @@ struct Cfg {
 
   static_assert(kBoxes >= 1 && kSSteps >= 4 && kPSteps >= 4, "rows of at least 128 bytes");
   static_assert(kPingPong || !kIntraWg, "each step adds to the one before");
-  static_assert(kExpTurnsOn || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
-  static_assert(kGemmTurnsOn || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
+  static_assert(Study::kExpTurnsOn || (kFp8 && kIntraWg), "turns at the exponentials: FP8, intra-warpgroup");
+  static_assert(Study::kGemmTurnsOn || (kFp8 && kIntraWg && !kPersistent), "free consumers: FP8, intra-warpgroup");
   static_assert(B_c == 128 || (kFp8 && (B_c == 192 || B_c == 224)), "B_c: 128, or 192 or 224 for FP8");
   static_assert(!kSpeculativeMax || (kIntraWg && kRescaleLog2 > 0), "speculative max: FA4's rule, intra-warpgroup");
-  static_assert(!kEagerRescale || kFp8, "bf16 has FA2's max rule already: eager_rescale is FP8's switch");
+  static_assert(!Study::kEagerRescale || kFp8, "bf16 has FA2's max rule already: eager_rescale is FP8's switch");
   static_assert(!kFp8 || d == 128 || (d == 256 && B_c == 128), "FP8: d = 128, or d = 256 with 128 keys");
   static_assert(!kFp8 || kRowsPerWarpgroup == kFp8RowsPerQScale, "FP8: one Q scale per consumer warpgroup (fa3.h)");
   static_assert(kSmemBytes <= ladder::kH200SmemPerBlock, "the stages fit in the shared memory of a CTA");
@@ -135,104 +149,16 @@ struct Cfg {
 // FP8's key tile when the caller leaves it to the policy (Fp8ForwardOptions::key_tile = 0): of
 // the compiled 128, 192 and 224, with the default step (fa3.h, kFp8BestStep), the one that was
 // fastest or within 2% of the fastest at every d = 128 shape of the benchmark, in two runs
-// (README, "The max rule, and the policy that follows").
+// (WORKLOG.md, "The max rule, and the policy that follows").
 inline constexpr int kFp8KeyTile = 128;
 
-// What a run chooses beside (d, bf16 or FP8, step); 0 is the default everywhere. kv_stages:
-// the K/V ring's depth; poly_eighths: FP8's exponentials on the FMA pipes (SplitExp2); key_tile:
-// FP8's B_c (kFp8KeyTile for 0); exp_turns: FP8's turns at the exponentials (Cfg::kExpTurns);
-// gemm_turns: ping-pong's turns at the GEMMs, which FP8 may drop (Cfg::kGemmTurns).
-struct Tuning {
-  int kv_stages = 0, poly_eighths = 0, key_tile = 0;
-  bool exp_turns = true, gemm_turns = true, eager_rescale = false, speculative_max = false;
-};
-
-// The one switch from (d, bf16 or FP8, step, tuning) to the compiled variant: calls
-// f(Cfg<...>{}). The variants compiled: every step for bf16 at d = 64 and 128 and for FP8 at
-// d = 128; 3 K/V stages for bf16, d = 128, IntraWg (an experiment: README, exercise 1); FP8 at
-// d = 128, IntraWg with key tiles of 192 or 224 keys, and with 2 or 4 eighths of the
-// exponentials on the FMA pipes (2 also with 224 keys); FP8's 192 keys also without the turns
-// at the exponentials, and persistent; FP8's 128 and 192 keys without the turns at the GEMMs,
-// with or without those at the exponentials; FP8 at d = 256, IntraWg and Persistent.
-// Anything else throws std::invalid_argument naming what is compiled (fa3.cpp has refused
-// unsupported shapes before).
+// The lesson's kernels, the one switch from the run-time choice to the compiled configuration:
+// calls f(Cfg<...>{}) for every step of bf16 at d = 64 and 128 and of FP8 at d = 128, and FP8 at
+// d = 256 (Step::IntraWg, Step::Persistent). Anything else throws std::invalid_argument naming
+// what is compiled (fa3.cpp has refused unsupported shapes before). The studies' configurations
+// have a switch of their own (studies/fa3_studies.h, with_study).
 template <class F>
-decltype(auto) with_cfg(int d, bool fp8, Step step, const Tuning& t, F&& f) {
-  const int keys = t.key_tile == 0 ? 128 : t.key_tile;
-  if (t.speculative_max) {
-    if (!t.eager_rescale && t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns && keys == 128 &&
-        d == 128 && (step == Step::IntraWg || step == Step::Persistent)) {
-      constexpr bool kSpec = true;
-      if (fp8 && step == Step::IntraWg) return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, true, true, false, kSpec>{});
-      if (fp8) return f(Cfg<128, true, Step::Persistent, 0, 0, 128, true, true, false, kSpec>{});
-      if (step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 0, 0, 0, true, true, false, kSpec>{});
-      return f(Cfg<128, false, Step::Persistent, 0, 0, 0, true, true, false, kSpec>{});
-    }
-    throw std::invalid_argument("fa3: speculative_max=true with key_tile=" + std::to_string(keys) +
-                                " is not compiled: only Step::IntraWg and Step::Persistent at d=128 (bf16, and FP8 "
-                                "with key_tile=128), with FA4's max rule, the default stages and both turns");
-  }
-  if (t.eager_rescale && !fp8) {  // bf16's rule is FA2's already: the default kernels
-    Tuning same = t;
-    same.eager_rescale = false;
-    return with_cfg(d, fp8, step, same, std::forward<F>(f));
-  }
-  if (t.eager_rescale) {
-    if (t.kv_stages == 0 && t.poly_eighths == 0 && t.exp_turns && t.gemm_turns) {
-      constexpr bool kEager = true;
-      if (fp8 && d == 128 && keys == 128 && step == Step::IntraWg)
-        return f(Cfg<128, true, Step::IntraWg, 0, 0, 128, true, true, kEager>{});
-      if (fp8 && d == 128 && keys == 192 && step == Step::IntraWg)
-        return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, true, true, kEager>{});
-      if (fp8 && d == 128 && keys == 128 && step == Step::Persistent)
-        return f(Cfg<128, true, Step::Persistent, 0, 0, 128, true, true, kEager>{});
-      if (fp8 && d == 128 && keys == 192 && step == Step::Persistent)
-        return f(Cfg<128, true, Step::Persistent, 0, 0, 192, true, true, kEager>{});
-    }
-    throw std::invalid_argument(
-        "fa3: FP8 with eager_rescale=true is compiled only for Step::IntraWg and Step::Persistent at d=128, "
-        "key_tile in {128, 192}, with the default stages, turns and poly_eighths=0 (bf16 always has FA2's rule)");
-  }
-  if (fp8 && !t.gemm_turns) {
-    if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && t.poly_eighths == 0) {
-      constexpr Step S = Step::IntraWg;
-      if (keys == 128 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, true, false>{});
-      if (keys == 128 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 128, false, false>{});
-      if (keys == 192 && t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, true, false>{});
-      if (keys == 192 && !t.exp_turns) return f(Cfg<128, true, S, 0, 0, 192, false, false>{});
-    }
-    throw std::invalid_argument("fa3: FP8 with gemm_turns=false at key_tile=" + std::to_string(keys) +
-                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
-                                " is not compiled: only d=128, Step::IntraWg, key_tile in {128, 192}, poly_eighths=0");
-  }
-  if (fp8 && !t.exp_turns) {
-    if (d == 128 && step == Step::IntraWg && t.kv_stages == 0 && keys == 192 && t.poly_eighths == 0)
-      return f(Cfg<128, true, Step::IntraWg, 0, 0, 192, false>{});
-    throw std::invalid_argument("fa3: FP8 with exp_turns=false at key_tile=" + std::to_string(keys) +
-                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
-                                " is not compiled: only d=128, Step::IntraWg, key_tile=192, poly_eighths=0");
-  }
-  if (keys == 192 && t.poly_eighths == 0 && fp8 && d == 128 && step == Step::Persistent && t.kv_stages == 0)
-    return f(Cfg<128, true, Step::Persistent, 0, 0, 192>{});
-  if (keys != 128 || t.poly_eighths != 0) {
-    if (fp8 && d == 128 && step == Step::IntraWg && t.kv_stages == 0) {
-      constexpr Step S = Step::IntraWg;
-      if (keys == 128 && t.poly_eighths == 2) return f(Cfg<128, true, S, 0, 2>{});
-      if (keys == 128 && t.poly_eighths == 4) return f(Cfg<128, true, S, 0, 4>{});
-      if (keys == 192 && t.poly_eighths == 0) return f(Cfg<128, true, S, 0, 0, 192>{});
-      if (keys == 224 && t.poly_eighths == 0) return f(Cfg<128, true, S, 0, 0, 224>{});
-      if (keys == 224 && t.poly_eighths == 2) return f(Cfg<128, true, S, 0, 2, 224>{});
-    }
-    throw std::invalid_argument("fa3: key_tile=" + std::to_string(keys) +
-                                ", poly_eighths=" + std::to_string(t.poly_eighths) +
-                                " is not compiled: 128 keys and 0 eighths, or for FP8, d=128, Step::IntraWg "
-                                "(key_tile, poly_eighths) in {(128, 2), (128, 4), (192, 0), (224, 0), (224, 2)}, "
-                                "Step::Persistent (192, 0)");
-  }
-  if (t.kv_stages == 3 && !fp8 && d == 128 && step == Step::IntraWg) return f(Cfg<128, false, Step::IntraWg, 3>{});
-  if (t.kv_stages != 0)
-    throw std::invalid_argument("fa3: kv_stages=" + std::to_string(t.kv_stages) +
-                                " is not compiled: 0 (the default), or 3 for bf16, d=128, Step::IntraWg");
+decltype(auto) with_cfg(int d, bool fp8, Step step, F&& f) {
   auto by_step = [&](auto d_fp8) -> decltype(auto) {
     constexpr int D = decltype(d_fp8)::first_type::value;
     constexpr bool kF = decltype(d_fp8)::second_type::value;

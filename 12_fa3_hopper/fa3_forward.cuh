@@ -288,9 +288,27 @@ __device__ void produce(Pipeline<C, V>& pipe, const Params& p, const V& var) {
 // ---- a consumer warpgroup ----------------------------------------------------------------
 // (wgmma exists only in the sm_90a device pass: TC_HOPPER_ENABLED, hopper.cuh.)
 #if TC_HOPPER_ENABLED
+// The intra-warpgroup loop's softmax step (Consumer::consume_tile): step it >= 1 runs its softmax
+// while P_{it-1} V_{it-1} still reads p_frag, so P~ stays in S's registers, touching neither O_i
+// nor p_frag, and becomes the A operand once that GEMM is done. Scratch is what a step carries
+// from the one to the other: nothing here; a study's step may need more (studies/).
+template <class Consumer>
+struct Lesson::LoopSoftmax {
+  struct Scratch {};
+  template <class Scale>
+  __device__ static void softmax(Consumer& c, const typename Consumer::Tile& tile, int it, const Scale& sl2e,
+                                 const Params& p, Scratch&) {
+    c.softmax(tile, it, sl2e, p);
+  }
+  __device__ static void take_p(Consumer& c, Scratch&) { to_p<typename Consumer::Config>(c.s, c.p_frag); }
+};
+
 template <class C, class V>
 struct Consumer {
+  using Config = C;
   using Tile = kernel::Tile<V>;
+  // The intra-warpgroup loop's softmax step: the lesson's (below), or a study's (fa3_config.h).
+  using LoopSoftmax = typename C::Study::template LoopSoftmax<Consumer>;
   enum : int {
     kTurnBarrier = 1,   // named barriers 1, 2: "consumer 0's / 1's turn" (0 is __syncthreads)
     kStoreBarrier = 3,  // 3, 4: consumer 0's / 1's epilogue
@@ -358,12 +376,8 @@ struct Consumer {
       const std::uint32_t box = k / 4, off = (k % 4) * 32;
       const std::uint64_t a = tc::layout::wgmma_desc_at(q, box * C::B_r * 128 + off),
                           b = tc::layout::wgmma_desc_at(kt, box * C::B_c * 128 + off);
-      if constexpr (C::kFp8 && C::B_c == 128)
-        tc::wgmma_m64n128k32_ss_e4m3(s, a, b, k > 0);
-      else if constexpr (C::kFp8 && C::B_c == 192)
-        tc::wgmma_m64n192k32_ss_e4m3(s, a, b, k > 0);
-      else if constexpr (C::kFp8 && C::B_c == 224)
-        tc::wgmma_m64n224k32_ss_e4m3(s, a, b, k > 0);
+      if constexpr (C::kFp8)
+        tc::wgmma_m64nNk32_ss_e4m3<C::B_c>(s, a, b, k > 0);
       else
         tc::wgmma_m64n128k16_bf16(s, a, b, k > 0);
     }
@@ -443,51 +457,6 @@ struct Consumer {
     else
       softmax_tile<false>(tile, tile.keys.j(it), sl2e, p);
   }
-  // The speculative max (Cfg::kSpeculativeMax): under FA4's rule m_i stays where it is on almost
-  // every tile after the first, so the exponentials run against it at once, and the tile's max,
-  // taken beside them, only checks that they could (OnlineSoftmax::exponentiate_at_m). The path
-  // from S to P~ loses the row maxima. P~ goes straight into p_next, packed (P_{it-1} V_{it-1} may
-  // still be reading p_frag), and S stays intact: a warp with a row whose max moved runs the
-  // ordinary softmax on it instead. The same P~ either way.
-  using Fragments = std::uint32_t[C::kPSteps][4];
-  template <bool kMasked, class Scale>
-  __device__ void softmax_tile_at_m(const Tile& tile, int j, const Scale& sl2e, const Params& p, Fragments& p_next) {
-    const int q = tile.i0 + cw * C::kRowsPerWarpgroup + 16 * (t / 32) + t % 32 / 4, k0 = j * C::B_c + 2 * (t % 4);
-    var.template score_tile<kMasked>(s, q, k0, tile.head, p);
-    const auto groups = [&] {
-      if constexpr (C::kFp8)
-        return sl2e;
-      else
-        return attn::GroupScale<C::B_c / 8, 1>{{sl2e}};
-    }();
-    float sum[2];
-    const float zero = C::kExpTurns ? exp_turn_begin(rows.m) : 0.0f;
-    const bool moved =
-        rows.exponentiate_at_m(attn::WgmmaTile<C::B_c>{s}, groups, zero, SplitExp2<C::kPolyEighths>{}, sum,
-                               [&p_next](int r, int jj, float x0, float x1) { put_p<C>(p_next, r, jj, x0, x1); });
-    if (!__any_sync(0xffffffffu, moved)) {
-      rows.commit(sum);
-    } else {
-      rows.update(attn::WgmmaTile<C::B_c>{s}, groups, SplitExp2<C::kPolyEighths>{});
-      to_p<C>(s, p_next);
-    }
-    if constexpr (C::kExpTurns) exp_turn_end();
-  }
-  template <class Scale>
-  __device__ void softmax_at_m(const Tile& tile, int it, const Scale& sl2e, const Params& p, Fragments& p_next) {
-    if (tile.keys.masked(it))
-      softmax_tile_at_m<true>(tile, tile.keys.j(it), sl2e, p, p_next);
-    else
-      softmax_tile_at_m<false>(tile, tile.keys.j(it), sl2e, p, p_next);
-  }
-  // (asm: with a plain copy the compiler may give p_next p_frag's registers, and ptxas then
-  // serializes every wgmma to keep P V's operand intact while the softmax writes them.)
-  __device__ void take_p_next(const Fragments& p_next) {
-#pragma unroll
-    for (int k = 0; k < C::kPSteps; ++k)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) asm volatile("mov.b32 %0, %1;" : "=r"(p_frag[k][q]) : "r"(p_next[k][q]));
-  }
   // O_i *= alpha. Under FA4's max rule (Cfg::kRescaleLog2) every alpha of a warp is 1 on almost
   // every step: a vote skips the d / 2 multiplies, and with them the wait they put between the issue
   // of S_it and that of P V.
@@ -554,7 +523,7 @@ struct Consumer {
       to_p<C>(s, p_frag);
       for (int it = 1; it < T_c; ++it) {
         const auto sl2e = scales(tile, it, p);
-        [[maybe_unused]] std::uint32_t p_next[C::kPSteps][4];  // the speculative max's P~, while P V reads p_frag
+        typename LoopSoftmax::Scratch scratch;
         if constexpr (!C::kWaitAhead) pipe.wait_k(it), pipe.wait_v(it - 1);
         turn_begin();
         issue_s(pipe.stage(it));
@@ -564,16 +533,10 @@ struct Consumer {
         wait_ahead(pipe, tile, it);
         wait_s<1>();  // S_it is done; P_{it-1} V_{it-1} may still run
         pipe.release_k(tile, it);
-        if constexpr (C::kSpeculativeMax)
-          softmax_at_m(tile, it, sl2e, p, p_next);  // touches neither O_i nor P_{it-1}: P~ to p_next
-        else
-          softmax(tile, it, sl2e, p);  // touches neither O_i nor P_{it-1}
+        LoopSoftmax::softmax(*this, tile, it, sl2e, p, scratch);  // touches neither O_i nor P_{it-1}
         wait_pv();
         pipe.release_v(tile, it - 1);
-        if constexpr (C::kSpeculativeMax)
-          take_p_next(p_next);
-        else
-          to_p<C>(s, p_frag);
+        LoopSoftmax::take_p(*this, scratch);
       }
       if constexpr (!C::kWaitAhead) pipe.wait_v(T_c - 1);
       wait_o_read();

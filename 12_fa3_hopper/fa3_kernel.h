@@ -12,6 +12,7 @@
 #include "attention_shape.h"
 #include "fa3.h"
 #include "fa3_config.h"
+#include "studies/fa3_studies.h"
 
 namespace fa3::kernel {
 
@@ -47,9 +48,10 @@ struct Footprint {
   int B_r;  // query rows per row tile
   int B_c;  // keys per key tile
 };
-// Throws std::invalid_argument for a variant that is not compiled (fa3_config.h, with_cfg).
+// Throws std::invalid_argument for a configuration that is not compiled (fa3_config.h, with_cfg;
+// studies/fa3_studies.h, with_tuning).
 inline Footprint footprint(int d, bool fp8, Step step, const Tuning& t = {}) {
-  return with_cfg(d, fp8, step, t, [](auto c) {
+  return with_tuning(d, fp8, step, t, [](auto c) {
     using C = decltype(c);
     return Footprint{C::kSmemBytes, C::kThreads, C::kStages, C::B_r, C::B_c};
   });
@@ -66,8 +68,11 @@ Params params(const ladder::AttentionShape& s, int B_r, bf16* O, float* L);
 // holds their sm_90a code.
 const void* sm90a_kernel();
 
-// After every check: builds the tensor maps and launches the variant.
+// After every check: builds the tensor maps and launches the configuration: the lesson's
+// (fa3_forward.cu), or a study's (studies/fa3_studies.cu, launch_study) for any other tuning.
 void launch(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, const Tuning& t,
             cudaStream_t stream);
+void launch_study(const ladder::AttentionShape& s, const Operands& x, const Params& p, Step step, const Tuning& t,
+                  cudaStream_t stream);
 
 }  // namespace fa3::kernel

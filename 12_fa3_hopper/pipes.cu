@@ -186,8 +186,7 @@ __device__ unsigned work(std::uint32_t q, std::uint32_t k, std::uint32_t vt, int
     for (int i = 0; i < kScores / 2; ++i) x[i] = 0x3C003C00u ^ ((t + i) & 0x3FF);
     for (int n = 0; n < iters; ++n)
 #pragma unroll
-      for (int i = 0; i < kScores / 2; ++i)
-        asm volatile("ex2.approx.f16x2 %0, %1;\n" : "=r"(x[i]) : "r"(x[i] ^ 0x80008000u));
+      for (int i = 0; i < kScores / 2; ++i) tc::ex2_f16x2(x[i], x[i] ^ 0x80008000u);
 #pragma unroll
     for (int i = 0; i < kScores / 2; ++i) sink ^= x[i];
   } else if constexpr (W == Work::ToHalf2) {
@@ -248,24 +247,23 @@ __global__ void __launch_bounds__(256, 1) pipes_kernel(int iters_a, int iters_b,
   const std::uint32_t q = base, k = q + kQBytes, vt = k + kKBytes;
   // Small e4m3 values (exponent field 3: about 1/16), signs and mantissas varied.
   for (int i = threadIdx.x; i < (kQBytes + kKBytes + kVtBytes) / 4; i += blockDim.x)
+    // (a plain st.shared, not tc::st_shared_b32: that wrapper's "memory" clobber reorders this fill and
+    // moves the measured kernels' registers; the published pipe table was measured with this one)
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(base + 4 * i), "r"(0x18181818u ^ ((i * 0x9E3779B9u) & 0x87878787u)));
   if (threadIdx.x == 0) asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(vt + kVtBytes + 8 * 256));  // fp8_step's zero
   tc::fence_proxy_async_shared_cta();  // the tensor cores read what these stores wrote
   __syncthreads();
-  long long ns0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns0));
+  const long long ns0 = tc::globaltimer();
   const long long t0 = clock64();
   const int wg = threadIdx.x / 128;
   const unsigned sink = wg == 0 ? work<A>(q, k, vt, iters_a) : work<B>(q, k, vt, iters_b);
-  asm volatile("bar.sync %0, 128;\n" ::"r"(5 + wg));  // (1-4: fp8_step's turns)
+  tc::named_bar_sync(5 + wg, 128);  // (1-4: fp8_step's turns)
   const long long t1 = clock64();
   if (threadIdx.x % 128 == 0) out[blockIdx.x].cycles[wg] = t1 - t0;
   if (sink == 0x7FC00001u) out[blockIdx.x].sink = sink;  // (never: keeps the work)
   __syncthreads();
   if (threadIdx.x == 0) {
-    long long ns1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns1));
-    out[blockIdx.x].ns = ns1 - ns0;
+    out[blockIdx.x].ns = tc::globaltimer() - ns0;
   }
 #else
   (void)iters_a, (void)iters_b, (void)out;

@@ -27,6 +27,7 @@
 #include "cli.h"
 #include "device.h"  // kH200SmemPerBlock
 #include "fa3_config.h"
+#include "studies/fa3_studies.h"
 
 namespace {
 
@@ -221,14 +222,15 @@ int main(int argc, char** argv) {
     if (fp8_key_tiles) {
       std::cout << "B_c,part,bytes,copies,stages,smem_bytes,smem_limit,s_regs,p_regs,o_regs,consumer_regs\n";
       for (int keys : {128, 192, 224})
-        fd::with_cfg(128, true, fa3::Step::IntraWg, {0, 0, keys}, [](auto c) { fp8_key_tile<decltype(c)>(std::cout); });
+        fd::with_tuning(128, true, fa3::Step::IntraWg, {0, 0, keys},
+                        [](auto c) { fp8_key_tile<decltype(c)>(std::cout); });
       return 0;
     }
     if (std::find(std::begin(fa3::kSupportedD), std::end(fa3::kSupportedD), d) == std::end(fa3::kSupportedD))
       throw std::invalid_argument("--d " + std::to_string(d) + ": the kernels are compiled for d = 64 and 128");
     sched::write_csv_header(std::cout);
     for (fa3::Step step : {fa3::Step::Tma, fa3::Step::WarpSpec, fa3::Step::PingPong, fa3::Step::IntraWg})
-      fd::with_cfg(d, false, step, {}, [&](auto c) { play<decltype(c)>(std::cout, T, cost); });
+      fd::with_cfg(d, false, step, [&](auto c) { play<decltype(c)>(std::cout, T, cost); });
     return 0;
   });
 }

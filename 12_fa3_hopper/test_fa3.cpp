@@ -1,8 +1,12 @@
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <regex>
 #include <set>
 #include <string>
 #include <tuple>
+#include <typeinfo>
 #include <utility>
 #include <vector>
 
@@ -119,6 +123,34 @@ TEST(CpuFa3, Fp8KeyTilesAndStages) {
     EXPECT_EQ(f.stages, stages) << keys << " keys";
     EXPECT_LE(f.smem_bytes, ladder::kH200SmemPerBlock) << keys << " keys";
   }
+}
+
+// The studies (studies/fa3_studies.h): the step tables' tune: rows (step_table.py) are exactly
+// kStudyRows; each row's kernel is compiled at every d its shapes have (bf16 64 and 128, FP8 128
+// and 256, unless the row says one); and the rows reach every configuration with_study compiles,
+// so no study kernel is built that no row runs.
+TEST(CpuFa3Studies, TheStepTablesRowsAreTheCompiledStudies) {
+  std::ifstream in(FA3_STEP_TABLE);
+  ASSERT_TRUE(in) << "cannot read " << FA3_STEP_TABLE;
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::set<std::string> table, rows, configs;
+  const std::regex tune("\"tune:([a-z0-9_]+)\"");
+  for (auto m = std::sregex_iterator(text.begin(), text.end(), tune); m != std::sregex_iterator(); ++m)
+    table.insert((*m)[1].str());
+  for (const fa3::kernel::StudyRow& r : fa3::kernel::kStudyRows) {
+    EXPECT_TRUE(rows.insert(r.name).second) << r.name << " twice";
+    const std::vector<int> ds = r.d     ? std::vector<int>{r.d}
+                                : r.fp8 ? std::vector<int>{128, 256}
+                                        : std::vector<int>{64, 128};
+    for (int d : ds) {
+      EXPECT_NO_THROW(fa3::kernel::footprint(d, r.fp8, r.step, r.t)) << r.name << " at d=" << d;
+      if (!fa3::kernel::is_lesson(r.fp8, r.t))
+        fa3::kernel::with_study(d, r.fp8, r.step, r.t, [&](auto c) { configs.insert(typeid(c).name()); });
+    }
+  }
+  EXPECT_EQ(table, rows) << "step_table.py's tune: rows and kStudyRows differ";
+  EXPECT_EQ(configs.size(), std::size_t(fa3::kernel::kStudyConfigs)) << "a study configuration no row runs";
+  EXPECT_THROW(fa3::kernel::with_study(128, false, fa3::Step::IntraWg, {}, [](auto) {}), std::invalid_argument);
 }
 
 TEST(CpuFa3, BadInputIsRejectedBeforeAnyLaunch) {

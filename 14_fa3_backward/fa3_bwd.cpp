@@ -105,7 +105,7 @@ Prepared prepare(const std::string& who, const ladder::AttentionShape& shape, co
   const Workspace w = carve(s, x.workspace);
   launch_preprocess(s, x.O, x.dO, x.L, w.L2, w.D, w.dQ_acc, stream);
   Params p{};
-  p.H = s.H, p.H_kv = s.hkv(), p.group = s.group(), p.N_q = s.N, p.N_kv = s.nkv(), p.offset = s.nkv() - s.N;
+  static_cast<ladder::AttentionParams&>(p) = ladder::attention_params(s);
   p.N_pad = layout::padded_rows(s.N), p.blocks = p.N_pad / layout::kBlockRows;
   p.causal = s.causal;
   p.scale = s.scale(), p.scale_log2e = s.scale() * ladder::kLog2e;

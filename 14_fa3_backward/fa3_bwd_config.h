@@ -92,10 +92,10 @@ struct Cfg {
                 "setmaxnreg budgets within the registers the CTA starts with");
 };
 
-// The main kernel's parameters (beside the four tensor maps).
-struct Params {
-  int H, H_kv, group, N_q, N_kv, offset;  // offset = N_kv - N_q (the causal diagonal)
-  int N_pad, blocks;                      // padded rows of L2, D per head; its 64-row dQ blocks (N_pad / 64)
+// The main kernel's parameters (beside the four tensor maps): the shape's heads and rows
+// (attention_shape.h), then the backward's own.
+struct Params : ladder::AttentionParams {
+  int N_pad, blocks;  // padded rows of L2, D per head; its 64-row dQ blocks (N_pad / 64)
   bool causal;
   float scale_log2e;  // 1/sqrt(d) * log2(e): P = exp2(S scale_log2e - L2)
   float scale;        // 1/sqrt(d): dK = scale dS^T Q (dQ's is applied by the post-processing)

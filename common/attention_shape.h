@@ -57,6 +57,17 @@ struct AttentionShape {
   }
 };
 
+// What a kernel is told of a shape's heads and rows: the first members of a Hopper kernel's
+// parameters (chapter 14's backward derives its parameters from it, as FA3's backward parameters
+// extend its forward's; chapter 12's forward lists the same six first). Plain ints: device code
+// reads them.
+struct AttentionParams {
+  int H, H_kv, group, N_q, N_kv, offset;  // query heads, KV heads, H / H_kv; offset = N_kv - N_q (the causal diagonal)
+};
+inline AttentionParams attention_params(const AttentionShape& s) {
+  return {s.H, s.hkv(), s.group(), s.N, s.nkv(), s.nkv() - s.N};
+}
+
 // A shape with its KV side spelled out (GQA: H_kv < H; cross-attention: N_kv != N).
 inline AttentionShape attention_shape(int B, int H, int H_kv, int N, int N_kv, int d, bool causal) {
   AttentionShape s{B, H, N, d, causal};

@@ -22,6 +22,7 @@
 #include <cstddef>
 
 #include "numeric.h"
+#include "ptx_sm80.cuh"
 
 namespace fa_tiles {
 
@@ -103,11 +104,11 @@ __device__ __forceinline__ void load_rows(float* tile, const float* src, int row
 __device__ __forceinline__ void cp_async(float* dst, const float* src, int bytes, bool valid) {
   const auto s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
   if (bytes == 16)
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 16 : 0) : "memory");
+    tc::cp_async_16(s, src, valid);
   else
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(valid ? 4 : 0) : "memory");
+    tc::cp_async_4(s, src, valid);
 }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+using tc::cp_async_wait_all;
 template <int ROWS, int d, int kThreads>
 __device__ __forceinline__ void load_rows_async(float* tile, const float* src, int row0, int N) {
   constexpr int kVec = d / 4;

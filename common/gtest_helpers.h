@@ -14,10 +14,13 @@
 #include "device.h"
 #include "random.h"
 
-#define LADDER_REQUIRE_GPU()                                                                    \
-  do {                                                                                          \
-    if (!::ladder::device().available)                                                          \
-      GTEST_SKIP() << "GPU test skipped: no CUDA device (" << ::ladder::device().reason << ")"; \
+// No GPU here: the test says so and skips. What does run without one is in each chapter
+// README's "Runs on" (the CPU models, the Cpu* tests, the tools).
+#define LADDER_REQUIRE_GPU()                                                               \
+  do {                                                                                     \
+    if (!::ladder::device().available)                                                     \
+      GTEST_SKIP() << "GPU test skipped: no CUDA device (" << ::ladder::device().reason    \
+                   << "); what runs without a GPU is in the chapter README's \"Runs on\""; \
   } while (0)
 
 // A fresh seed for this test, shown with any failure (replay: LADDER_SEED=<seed>).

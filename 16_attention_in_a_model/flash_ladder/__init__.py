@@ -12,8 +12,8 @@ torch.compile(fullgraph=True) see them as single nodes.
 
 import torch  # noqa: F401  (first: the module shares PyTorch's CUDA runtime)
 
-from .ops import (MASKS, SCORE_MODS, SUPPORTED_D, append_kv, attention, decode, describe_device, kernels_for,
+from .ops import (MASKS, SCORE_MODS, SUPPORTED_D, append_kv, attention, decode, describe_device, hopper, kernels_for,
                   module_error)
 
-__all__ = ["attention", "decode", "append_kv", "kernels_for", "describe_device", "module_error", "MASKS", "SCORE_MODS",
-           "SUPPORTED_D"]
+__all__ = ["attention", "decode", "append_kv", "kernels_for", "describe_device", "hopper", "module_error", "MASKS",
+           "SCORE_MODS", "SUPPORTED_D"]

@@ -13,6 +13,7 @@ do not rise from 0 to N describe documents other than the ones meant.
 
 import importlib
 import math
+import os
 from typing import Optional
 
 import torch
@@ -41,6 +42,13 @@ def module_error() -> str:
 def describe_device() -> str:
     """The GPU as the ladder's tables name it: "NVIDIA H200 (sm_90, 132 SMs, ...)"."""
     return _module().describe_device()
+
+
+def hopper() -> bool:
+    """Whether this process's GPU runs chapters 12, 14 and 15's kernels (sm_90a) as the C++ side sees it: an
+    H100/H200 whose limits LADDER_DEVICE_LIMITS caps to another GPU's (common/device.h) counts as that GPU."""
+    return (torch.cuda.is_available() and torch.cuda.get_device_capability() == (9, 0)
+            and not os.environ.get("LADDER_DEVICE_LIMITS"))
 
 
 def _module():
@@ -436,6 +444,5 @@ def kernels_for(q_shape, k_shape, *, mask: str = "none", score_mod: str = "none"
     s.B, s.H, s.N, s.d = q_shape
     s.H_kv, s.N_kv = k_shape[1], k_shape[2]
     if hopper is None:  # this process's GPU
-        gpu = torch.cuda.is_available()
-        return _module().kernels(s, mask, score_mod, gpu and torch.cuda.get_device_capability() == (9, 0), gpu)
+        return _module().kernels(s, mask, score_mod, hopper(), torch.cuda.is_available())
     return _module().kernels(s, mask, score_mod, hopper, True)

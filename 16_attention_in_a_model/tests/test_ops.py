@@ -18,7 +18,7 @@ GPU = torch.cuda.is_available()
 needs_gpu = pytest.mark.skipif(not GPU or bool(fl.module_error()),
                                reason="needs a CUDA GPU and the built module: " + (fl.module_error() or "no GPU"))
 needs_module = pytest.mark.skipif(bool(fl.module_error()), reason=fl.module_error() or "")
-HOPPER = GPU and torch.cuda.get_device_capability() == (9, 0)
+HOPPER = GPU and fl.hopper()  # (an H100 capped by LADDER_DEVICE_LIMITS is the GPU it emulates)
 needs_hopper = pytest.mark.skipif(not HOPPER or bool(fl.module_error()),
                                   reason="chapter 15's kernels need an sm_90a GPU (H100/H200) and the module")
 
