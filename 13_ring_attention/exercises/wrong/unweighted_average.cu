@@ -1,0 +1,70 @@
+// A wrong answer to chapter 13's kernel exercise, kept so that the test is known to catch it:
+// the two partial outputs are averaged, O = (O_a + O_b) / 2, as if both sides had seen the same
+// share of the row's softmax mass. L is merged right, and the empty sides are handled, so only
+// the weights are wrong: e^(L_a - L) and e^(L_b - L) are 1/2 only when L_a = L_b. The test's
+// rows draw their keys' scores at random, so the two sides' L differ and O is off by O(1)
+// against the fp64 reference (rel_l2 of tenths, far above the fp32 bound).
+#include <stdexcept>
+#include <string>
+
+#include "../kernel_exercise.h"
+#include "cuda_check.h"
+#include "launch.h"
+
+namespace wrong_unweighted_average {
+
+const bool kImplemented = true;
+
+namespace {
+
+using ladder::bf16;
+
+constexpr int kThreads = 256;  // 8 warps: one query row per warp at a time
+
+// One query row, merged by one warp: lane `lane` owns the row's elements lane, lane + 32, ... < d.
+// o_a: the running partial's row (read, then overwritten with the merged row); o_b: the tile's
+// row (__bfloat162float(o_b[k])); l_a, l_b: the two L, already read; L_row: where lane 0 writes
+// the merged L (the same place l_a came from).
+__device__ void merge_row(float* o_a, const bf16* o_b, float l_a, float l_b, float* L_row, int lane, int d) {
+  const float m = fmaxf(l_a, l_b);
+  if (m == -INFINITY) {
+    for (int k = lane; k < d; k += 32) o_a[k] = 0.0f;
+    if (lane == 0) *L_row = -INFINITY;
+    return;
+  }
+  const bool has_a = l_a != -INFINITY, has_b = l_b != -INFINITY;
+  for (int k = lane; k < d; k += 32) {
+    const float b = has_b ? __bfloat162float(o_b[k]) : 0.0f;
+    o_a[k] = has_a && has_b ? 0.5f * (o_a[k] + b) : has_a ? o_a[k] : b;  // no weights
+  }
+  if (lane == 0) *L_row = m + logf(expf(l_a - m) + expf(l_b - m));
+}
+
+// As ring::merge (ring_kernels.cu): one warp per query row; the grid-stride loop keeps the grid
+// bounded for any number of rows.
+__global__ void __launch_bounds__(kThreads)
+    merge_kernel(float* O_a, float* L_a, const bf16* O_b, const float* L_b, std::int64_t rows, int d) {
+  const int lane = threadIdx.x % 32;
+  const std::int64_t warps = std::int64_t(gridDim.x) * (blockDim.x / 32);
+  for (std::int64_t row = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32; row < rows; row += warps) {
+    const float l_a = L_a[row], l_b = L_b[row];
+    __syncwarp();  // every lane has read L_a[row] before lane 0 overwrites it
+    merge_row(O_a + row * d, O_b + row * d, l_a, l_b, L_a + row, lane, d);
+  }
+}
+
+}  // namespace
+
+void merge(float* O_a, float* L_a, const bf16* O_b, const float* L_b, std::int64_t rows, int d, cudaStream_t stream) {
+  if (rows < 0 || d < 1)
+    throw std::invalid_argument("ring merge (exercise): rows = " + std::to_string(rows) + ", d = " + std::to_string(d) +
+                                ": need rows >= 0 and d >= 1");
+  ladder::check_pointers("ring merge (exercise)", {{"O_a", O_a}, {"L_a", L_a}, {"O_b", O_b}, {"L_b", L_b}}, 4);
+  if (rows == 0) return;
+  const std::int64_t blocks = (rows * 32 + kThreads - 1) / kThreads;
+  const unsigned grid = static_cast<unsigned>(blocks < 65536 ? blocks : 65536);  // the loop covers the rest
+  merge_kernel<<<grid, kThreads, 0, stream>>>(O_a, L_a, O_b, L_b, rows, d);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace wrong_unweighted_average
