@@ -1,9 +1,7 @@
 // The host side of chapter 12: every check before any launch. The kernels, their tensor
 // maps and their launch are in fa3_forward.cuh (sm_90a); the tile policy in fa3_config.h.
-#include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -20,13 +18,14 @@ namespace fa3 {
 namespace kernel {
 
 Footprint check_common(const ladder::AttentionShape& s, bool fp8, Step step, const Tuning& t, const std::string& who) {
-  if (fp8 && std::find(std::begin(kFp8SupportedD), std::end(kFp8SupportedD), s.d) == std::end(kFp8SupportedD))
-    throw std::invalid_argument(who + ": head dim d=" + std::to_string(s.d) +
-                                " is not supported: the FP8 kernel is compiled for d in {128, 256}");
-  if (fp8)
-    ladder::validate(s, kFp8SupportedD, ladder::KvHeads::Any);
-  else
-    ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
+  try {  // the shape and its head dim, once (fa3.h's lists)
+    if (fp8)
+      ladder::validate(s, kFp8SupportedD, ladder::KvHeads::Any);
+    else
+      ladder::validate(s, kSupportedD, ladder::KvHeads::Any);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(who + ": " + e.what());
+  }
   if (std::int64_t(s.N) * s.d > INT_MAX || std::int64_t(s.nkv() + 128) * s.d > INT_MAX)
     throw std::invalid_argument(who + ": N*d and N_kv*d must fit in an int (one head's rows)");
   kernel::Footprint f;
