@@ -3,7 +3,7 @@
 // every key (query) tile: FlexAttention (He et al. 2024) in C++. Declared here, no CUDA syntax;
 // the kernels are the templates of 12_fa3_hopper/fa3_forward.cuh and 14_fa3_backward/
 // fa3_bwd_kernel.cuh with this chapter's variants (flex_variants.cuh), instantiated in
-// flex_kernels.cu for the built-ins listed below.
+// flex_forward.cu and flex_backward.cu for the built-ins listed below.
 //
 // Layouts, L and the workspace are chapters 12 and 14's (fa3.h, fa3_bwd.h); the shape's
 // `causal` must be false: causal is a mask here (variants::Causal). Heads: the mask's b is the
@@ -101,7 +101,7 @@ void backward(const ladder::AttentionShape& s, const Mask& mask, const Score& sc
               const bf16* Q, const bf16* K, const bf16* V, const bf16* O, const float* L, const bf16* dO, bf16* dQ,
               bf16* dK, bf16* dV, float* workspace, cudaStream_t stream = nullptr);
 
-// The (mask, score modifier) pairs compiled into the library (flex_kernels.cu). A new variant is
+// The (mask, score modifier) pairs compiled into the library (flex_forward.cu, flex_backward.cu). A new variant is
 // a functor in mods.h and one line here.
 #define VARIANTS_BUILT_INS(X)          \
   X(NoMask, NoScoreMod)                \
