@@ -152,18 +152,18 @@ std::vector<int> all_forward_configs(int d) {
   for (std::size_t c = 0; c < all.size(); ++c) all[c] = static_cast<int>(c);
   return all;
 }
-// Whether a forward configuration (an index of all_forward_configs) fits this GPU's shared memory:
-// one that does not is refused before any launch, and the tests leave it out.
+// Forward configuration `config` (an index of all_forward_configs: the configs, then the ablations).
+fa2tc::TileConfig forward_config(int d, int config) {
+  const std::vector<fa2tc::TileConfig> configs = fa2tc::forward_configs(d);
+  return std::size_t(config) < configs.size() ? configs[config]
+                                              : fa2tc::forward_ablations(d).at(config - configs.size());
+}
+// Whether it fits this GPU's shared memory: one that does not is refused before any launch, and the
+// tests leave it out.
 bool forward_fits(int d, int config) {
-  std::vector<fa2tc::TileConfig> all = fa2tc::forward_configs(d);
-  for (const fa2tc::TileConfig& c : fa2tc::forward_ablations(d)) all.push_back(c);
-  return all.at(config).smem_bytes <= ladder::device().smem_per_block_optin;
+  return forward_config(d, config).smem_bytes <= ladder::device().smem_per_block_optin;
 }
-std::string config_name(int d, int config) {
-  std::vector<fa2tc::TileConfig> all = fa2tc::forward_configs(d);
-  for (const fa2tc::TileConfig& c : fa2tc::forward_ablations(d)) all.push_back(c);
-  return all.at(config).name;
-}
+std::string config_name(int d, int config) { return forward_config(d, config).name; }
 
 // Forward (both normalisations, each of the given configs) on every element: O within the
 // bf16 bound, L within kLMaxAbs, rows without a key at O = 0 and L = -inf.
